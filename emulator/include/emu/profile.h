@@ -1,0 +1,70 @@
+// Device profiles: the hardware model the emulator enforces (warp width, shared
+// memory, thread and grid limits) and the figures the performance model uses.
+// Profiles are JSON data files; every value carries its source and confidence.
+#pragma once
+#include <array>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace emu {
+
+// One profile value's provenance, kept so reports can say how far to trust it.
+struct Provenance {
+  std::string source;
+  std::string confidence;  // "high", "medium", "low", "vendor claim", "measured", ...
+};
+
+struct Profile {
+  std::string name;
+  std::string description;
+  int warp_size = 32;
+  int multiprocessor_count = 1;
+  int max_threads_per_block = 1024;
+  std::array<int, 3> max_block_dim{1024, 1024, 64};
+  std::array<long long, 3> max_grid_dim{2147483647LL, 65535, 65535};
+  long long shared_memory_per_block = 48 * 1024;  // usable without opt-in
+  long long shared_memory_per_block_optin = 48 * 1024;  // cudaFuncSetAttribute ceiling
+  long long shared_memory_per_multiprocessor = 64 * 1024;
+  int max_threads_per_multiprocessor = 2048;
+  int registers_per_block = 65536;
+  int compute_capability_major = 7;
+  int compute_capability_minor = 0;
+  long long total_global_memory = 16LL << 30;
+  long long l2_cache_bytes = 0;
+  double clock_mhz = 1000;
+  double memory_bandwidth_gbps = 900;  // GB/s, the figure the performance model uses
+  double fp32_tflops = 10;
+  double fp16_tflops = 20;
+  // Stated accuracy of the device's fast exp (__expf) as a + b*|x| ulps; negative
+  // a means "unknown" (BI-V100): the audit then sweeps an exp model instead.
+  double expf_fast_ulp_a = 2;
+  double expf_fast_ulp_b = 1.173;
+  std::map<std::string, Provenance> provenance;  // field name -> where it came from
+  std::string file;                              // where it was loaded from ("" if built in)
+};
+
+// Raised for a malformed or unknown profile; the message names the file, the field
+// and the allowed values.
+struct ProfileError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Parses a profile from JSON text; `origin` names the file in error messages.
+Profile parse_profile(const std::string& json_text, const std::string& origin);
+// Loads a profile by name (searched in $EMU_PROFILE_PATH, then the installed and
+// source profile folders, then the built-in copies) or by path (contains '/' or ends .json).
+Profile load_profile(const std::string& name_or_path);
+// Names of the profiles this build knows without a path.
+std::vector<std::string> known_profiles();
+
+// Makes `name_or_path` the current profile for later launches; throws ProfileError.
+void use_profile(const std::string& name_or_path);
+void use_profile(const Profile& profile);
+// The current profile: the last use_profile, else $EMU_PROFILE, else "h200".
+// $EMU_PROFILE_SET ("field=value,field=value") overrides fields of whichever is chosen,
+// so the unsure BI-V100 shared-memory size can be changed without a new file.
+const Profile& current_profile();
+
+}  // namespace emu

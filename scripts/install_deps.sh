@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs the Debian packages pagedattn builds against. Idempotent: asks apt only
+# for what is missing, so a second run is a no-op.
+set -euo pipefail
+pkgs=(
+  build-essential cmake ninja-build git
+  libboost-dev libboost-context-dev   # Boost.Context fibers (emulator), Boost.Multiprecision (reference)
+  libmpfr-dev libgmp-dev              # correctly rounded arithmetic for the reference
+  nlohmann-json3-dev                  # device profiles, audit JSON
+  libgtest-dev libgmock-dev           # unit tests
+  librapidcheck-dev                   # property tests
+  libbenchmark-dev                    # Google Benchmark programs
+  python3-matplotlib python3-numpy    # report plots (run with /usr/bin/python3)
+  clang-format
+)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+echo "install_deps: all ${#pkgs[@]} packages present"
