@@ -1,0 +1,136 @@
+// Dynamic shared memory, and the poisoning of static shared memory for initcheck.
+#include <dlfcn.h>
+#include <link.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <mutex>
+
+#include "emu/dynamic_shared.h"
+#include "internal.h"
+#include "tls.h"
+
+namespace emu::detail {
+
+namespace {
+thread_local ColdTls g_cold;
+
+std::size_t page_size() { return static_cast<std::size_t>(sysconf(_SC_PAGESIZE)); }
+
+std::mutex g_named_mutex;
+std::vector<unsigned char* (*)()> g_named;  // getters of the common-name pools
+}  // namespace
+
+ColdTls& cold_tls() { return g_cold; }
+
+std::vector<TlsRange> emulator_tls_ranges() {
+  return {{reinterpret_cast<const unsigned char*>(&g_cold), sizeof g_cold},
+          {reinterpret_cast<const unsigned char*>(&tls_thread), sizeof tls_thread},
+          {reinterpret_cast<const unsigned char*>(&tls_block), sizeof tls_block}};
+}
+
+// The pool: capacity bytes followed by a PROT_NONE page. The block's bytes end flush
+// (to 16) against that page; pages below the block's first byte are protected too.
+void prepare_dynamic_shared(std::size_t bytes, unsigned char poison) {
+  ColdTls& c = g_cold;
+  const std::size_t page = page_size();
+  const std::size_t cap = (EMU_DYNAMIC_SMEM_CAPACITY + page - 1) / page * page;
+  if (!c.dyn_region) {
+    c.dyn_region_len = cap + 2 * page;
+    void* m = mmap(nullptr, c.dyn_region_len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                   -1, 0);
+    if (m == MAP_FAILED) throw std::bad_alloc();
+    c.dyn_region = static_cast<unsigned char*>(m);
+  }
+  const std::size_t rounded = (bytes + 15) / 16 * 16;
+  unsigned char* end = c.dyn_region + page + cap;  // the upper guard page starts here
+  unsigned char* base = end - rounded;
+  unsigned char* open_from = c.dyn_region + page + (base - (c.dyn_region + page)) / page * page;
+  mprotect(c.dyn_region, c.dyn_region_len, PROT_NONE);
+  if (end > open_from) mprotect(open_from, static_cast<std::size_t>(end - open_from), PROT_READ | PROT_WRITE);
+  if (rounded) std::memset(base, poison, rounded);
+  c.dyn_base = base;
+  c.dyn_bytes = bytes;
+}
+
+unsigned char* dynamic_shared_base() {
+  if (!tls_thread) outside_kernel("dynamic shared memory");
+  return g_cold.dyn_base;
+}
+
+void register_named_dynamic_shared(unsigned char* (*getter)()) {
+  std::lock_guard<std::mutex> lock(g_named_mutex);
+  g_named.push_back(getter);
+}
+
+void poison_named_dynamic_shared(std::size_t bytes, unsigned char byte) {
+  std::lock_guard<std::mutex> lock(g_named_mutex);
+  for (auto get : g_named) std::memset(get(), byte, std::min<std::size_t>(bytes, EMU_DYNAMIC_SMEM_CAPACITY));
+}
+
+namespace {
+struct ModuleTls {
+  const void* target;
+  unsigned char* data = nullptr;
+  std::size_t size = 0;
+};
+}  // namespace
+
+TlsSnapshot poison_module_tls(const void* kernel, unsigned char byte) {
+  TlsSnapshot snap;
+  Dl_info info{};
+  if (!dladdr(kernel, &info) || !info.dli_fbase) return snap;
+  ModuleTls m{info.dli_fbase};
+  dl_iterate_phdr(
+      [](dl_phdr_info* i, std::size_t, void* arg) -> int {
+        auto* m = static_cast<ModuleTls*>(arg);
+        // The module whose first loadable segment (file offset 0) is where dladdr put it.
+        bool ours = false;
+        for (int k = 0; k < i->dlpi_phnum; ++k) {
+          const auto& ph = i->dlpi_phdr[k];
+          if (ph.p_type == PT_LOAD && ph.p_offset == 0)
+            ours = reinterpret_cast<const void*>(i->dlpi_addr + ph.p_vaddr) == m->target;
+        }
+        if (!ours) return 0;
+        for (int k = 0; k < i->dlpi_phnum; ++k)
+          if (i->dlpi_phdr[k].p_type == PT_TLS && i->dlpi_tls_data) {
+            m->data = static_cast<unsigned char*>(i->dlpi_tls_data);
+            m->size = i->dlpi_phdr[k].p_memsz;
+            return 1;
+          }
+        return 0;
+      },
+      &m);
+  if (!m.data) return snap;
+  snap.base = m.data;
+  snap.saved.assign(m.data, m.data + m.size);
+  // Poison all but the emulator's own state, range by range.
+  std::vector<TlsRange> keep = emulator_tls_ranges();
+  for (std::size_t i = 0; i < m.size; ++i) {
+    const unsigned char* p = m.data + i;
+    bool kept = false;
+    for (const auto& r : keep)
+      if (p >= r.begin && p < r.begin + r.size) {
+        kept = true;
+        break;
+      }
+    if (!kept) m.data[i] = byte;
+  }
+  return snap;
+}
+
+void restore_module_tls(TlsSnapshot& snap) {
+  if (!snap.base) return;
+  std::vector<TlsRange> keep = emulator_tls_ranges();
+  for (std::size_t i = 0; i < snap.saved.size(); ++i) {
+    unsigned char* p = snap.base + i;
+    bool kept = false;
+    for (const auto& r : keep)
+      if (p >= r.begin && p < r.begin + r.size) kept = true;
+    if (!kept) *p = snap.saved[i];
+  }
+  snap.base = nullptr;
+}
+
+}  // namespace emu::detail

@@ -1,0 +1,74 @@
+// Emulator internals shared by the runtime's translation units.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <vector>
+#include "emu/checks.h"
+#include "emu/runtime_api.h"
+#include "emu/thread_context.h"
+
+namespace emu::detail {
+
+// ---- errors -------------------------------------------------------------------------
+// Records `code` with its detailed message as this host thread's last error.
+cudaError_t set_error(cudaError_t code, std::string message);
+// The sticky launch error the next cudaDeviceSynchronize reports (then clears).
+void set_pending_sync_error(cudaError_t code);
+
+// ---- device memory ------------------------------------------------------------------
+struct AllocationInfo {
+  std::uintptr_t data;
+  std::size_t size;
+  std::uint64_t id;
+};
+// Guarded allocations (guard pages on both sides; see memory.cpp).
+void* guarded_alloc(std::size_t bytes);
+bool guarded_free(void* p);
+std::vector<AllocationInfo> allocations();
+bool is_device_range(const void* p, std::size_t bytes);
+// Re-arms every guard page an out-of-bounds access opened during a launch.
+void rearm_guards();
+// Guard-page faults caught since the last call, as memcheck lines.
+std::vector<std::string> take_fault_reports();
+// Installs the SIGSEGV handler that turns guard-page faults into findings.
+void install_fault_handler();
+
+// ---- the running launch -------------------------------------------------------------
+struct LaunchRun {
+  const char* kernel = "";
+  unsigned checks = 0;
+  std::mutex mutex;
+  std::vector<Finding> findings;
+  bool aborted = false;  // a block deadlocked or faulted: stop the grid
+  void report(const char* check, const std::string& line);
+};
+extern LaunchRun* current_launch;
+
+enum class Order { in_order, reversed, random };
+
+// Dynamic shared memory of the block about to run on this host thread.
+void prepare_dynamic_shared(std::size_t bytes, unsigned char poison);
+
+// Runs one block to completion on the calling host thread. Returns false if the block
+// had to be abandoned (deadlock); findings go to `launch`.
+bool run_block(const BlockCtx& ctx, const std::function<void()>& body, Order order,
+               std::uint64_t seed, LaunchRun& launch);
+
+// Poisons the static thread-local storage (static __shared__ arrays) of the module that
+// holds `kernel` with `byte`, keeping the emulator's own state; restore_module_tls undoes it.
+struct TlsSnapshot {
+  unsigned char* base = nullptr;
+  std::vector<unsigned char> saved;
+};
+TlsSnapshot poison_module_tls(const void* kernel, unsigned char byte);
+void restore_module_tls(TlsSnapshot& snapshot);
+// Registered storage of the `extern __shared__` common names on this host thread.
+void poison_named_dynamic_shared(std::size_t bytes, unsigned char byte);
+
+std::string kernel_name(const void* address);
+std::string fmt_dim(uint3 v);
+
+}  // namespace emu::detail

@@ -1,0 +1,414 @@
+// Runs one block: every GPU thread is a fiber (Boost.Context, pooled stacks) that runs
+// until it reaches a barrier or a warp collective. When no fiber can run, the
+// scheduler completes what has all its participants and, if nothing can complete,
+// reports why (synccheck) instead of hanging.
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <boost/context/fiber.hpp>
+#include <cstring>
+#include <random>
+#include <sstream>
+
+#include "internal.h"
+#include "tls.h"
+
+namespace ctx = boost::context;
+
+namespace emu::detail {
+
+thread_local ThreadCtx* tls_thread = nullptr;
+thread_local const BlockCtx* tls_block = nullptr;
+
+namespace {
+
+// Stacks are reused across blocks on a host thread: mmap once, guard page at the bottom.
+class StackPool {
+ public:
+  explicit StackPool(std::size_t size) : size_(size) {}
+  ~StackPool() {
+    for (auto& s : free_) munmap(static_cast<char*>(s.sp) - s.size - guard(), s.size + guard());
+  }
+  ctx::stack_context allocate() {
+    if (!free_.empty()) {
+      ctx::stack_context s = free_.back();
+      free_.pop_back();
+      return s;
+    }
+    void* m = mmap(nullptr, size_ + guard(), PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (m == MAP_FAILED) throw std::bad_alloc();
+    mprotect(m, guard(), PROT_NONE);
+    ctx::stack_context s;
+    s.size = size_;
+    s.sp = static_cast<char*>(m) + guard() + size_;
+    return s;
+  }
+  void deallocate(ctx::stack_context& s) { free_.push_back(s); }
+
+ private:
+  static std::size_t guard() { return 4096; }
+  std::size_t size_;
+  std::vector<ctx::stack_context> free_;
+};
+
+struct PoolRef {
+  StackPool* pool;
+  ctx::stack_context allocate() { return pool->allocate(); }
+  void deallocate(ctx::stack_context& s) { pool->deallocate(s); }
+};
+
+std::size_t stack_bytes() {
+  static const std::size_t bytes = [] {
+    const char* e = std::getenv("EMU_STACK_KB");
+    long kb = e ? std::strtol(e, nullptr, 10) : 256;
+    return static_cast<std::size_t>(std::max(kb, 64L)) * 1024;
+  }();
+  return bytes;
+}
+
+StackPool& stack_pool() {
+  ColdTls& c = cold_tls();
+  if (!c.stacks) c.stacks = new StackPool(stack_bytes());  // lives as long as the host thread
+  return *static_cast<StackPool*>(c.stacks);
+}
+
+const char* op_name(WarpOp op) {
+  switch (op) {
+    case WarpOp::shfl_idx: return "__shfl_sync";
+    case WarpOp::shfl_up: return "__shfl_up_sync";
+    case WarpOp::shfl_down: return "__shfl_down_sync";
+    case WarpOp::shfl_xor: return "__shfl_xor_sync";
+    case WarpOp::ballot: return "__ballot_sync";
+    case WarpOp::any: return "__any_sync";
+    case WarpOp::all: return "__all_sync";
+    case WarpOp::syncwarp: return "__syncwarp";
+    case WarpOp::activemask: return "__activemask";
+  }
+  return "?";
+}
+
+std::string where(const Site& s) {
+  std::ostringstream o;
+  o << s.file << ":" << s.line;
+  return o.str();
+}
+
+}  // namespace
+
+struct BlockRun {
+  struct Slot {
+    ThreadCtx ctx;
+    ctx::fiber fiber;
+    ctx::fiber caller;
+  };
+  BlockCtx info;
+  std::vector<Slot> slots;
+  const std::function<void()>* body = nullptr;
+  LaunchRun* launch = nullptr;
+  unsigned warps = 0;
+  std::string header() const {
+    return std::string("kernel ") + info.kernel + " block " + fmt_dim(info.block_idx);
+  }
+  bool checking(unsigned c) const { return (launch->checks & c) != 0; }
+};
+
+std::string fmt_dim(uint3 v) {
+  std::ostringstream o;
+  o << "(" << v.x << "," << v.y << "," << v.z << ")";
+  return o.str();
+}
+
+void yield_to_scheduler() {
+  ThreadCtx& t = this_thread();
+  auto& slot = t.block->slots[t.linear];
+  slot.caller = std::move(slot.caller).resume();
+}
+
+[[noreturn]] void outside_kernel(const char* what) {
+  throw std::logic_error(std::string("emu: ") + what +
+                         " used outside a kernel launched with emu::launch");
+}
+
+void barrier_arrive(Site site) {
+  ThreadCtx& t = this_thread();
+  t.site = site;
+  t.wait = Wait::barrier;
+  yield_to_scheduler();
+}
+
+namespace {
+
+std::uint64_t effective_mask(std::uint64_t mask, int warp_size) {
+  // BI-V100: a 32-bit full mask was measured to name all 64 lanes.
+  if (warp_size == 64 && mask == 0xffffffffull) return ~0ull;
+  return warp_size >= 64 ? mask : (mask & ((1ull << warp_size) - 1));
+}
+
+std::string lanes(std::uint64_t m) {
+  std::ostringstream o;
+  bool first = true;
+  for (int i = 0; i < 64; ++i) {
+    if (!(m >> i & 1)) continue;
+    int j = i;
+    while (j + 1 < 64 && (m >> (j + 1) & 1)) ++j;
+    o << (first ? "" : ",") << i;
+    if (j > i) o << ".." << j;
+    first = false;
+    i = j;
+  }
+  return o.str();
+}
+
+class Scheduler {
+ public:
+  explicit Scheduler(BlockRun& run) : r_(run) {}
+
+  // Completes every collective whose participants have all arrived. At quiescence also
+  // completes __activemask and collectives whose missing lanes have exited.
+  bool resolve_warps(bool quiescent) {
+    bool progressed = false;
+    const int ws = r_.info.warp_size;
+    const unsigned n = static_cast<unsigned>(r_.slots.size());
+    for (unsigned w = 0; w < r_.warps; ++w) {
+      const unsigned first = w * ws;
+      const unsigned count = std::min<unsigned>(ws, n - first);
+      const std::uint64_t exists = count >= 64 ? ~0ull : ((1ull << count) - 1);
+      std::uint64_t done = 0, waiting = 0, activemask = 0;
+      for (unsigned l = 0; l < count; ++l) {
+        const ThreadCtx& t = r_.slots[first + l].ctx;
+        if (t.wait == Wait::done) done |= 1ull << l;
+        if (t.wait == Wait::warp_op) {
+          if (t.op == WarpOp::activemask)
+            activemask |= 1ull << l;
+          else
+            waiting |= 1ull << l;
+        }
+      }
+      for (unsigned l = 0; l < count; ++l) {
+        if (!(waiting >> l & 1)) continue;
+        ThreadCtx& lead = r_.slots[first + l].ctx;
+        std::uint64_t req = (effective_mask(lead.mask, ws) & exists) | (1ull << l);
+        std::uint64_t live = req & ~done;
+        std::uint64_t group = 0;
+        bool same = true;
+        for (unsigned k = 0; k < count; ++k) {
+          if (!(live >> k & 1)) continue;
+          const ThreadCtx& t = r_.slots[first + k].ctx;
+          if (t.wait == Wait::warp_op && t.op == lead.op &&
+              effective_mask(t.mask, ws) == effective_mask(lead.mask, ws))
+            group |= 1ull << k;
+          else
+            same = false;
+        }
+        if (!same) continue;  // someone named in the mask is elsewhere: wait (or deadlock)
+        if ((req & done) && !quiescent) continue;
+        if (req & done) {
+          if (r_.checking(check_synccheck))
+            report("synccheck", r_.header() + " warp " + std::to_string(w) + ": " +
+                                    op_name(lead.op) + " at " + where(lead.site) +
+                                    " names lanes " + lanes(req & done) + " which have exited");
+        }
+        complete(first, count, group, lead);
+        waiting &= ~group;
+        progressed = true;
+      }
+      if (quiescent && activemask) {
+        for (unsigned l = 0; l < count; ++l)
+          if (activemask >> l & 1) {
+            ThreadCtx& t = r_.slots[first + l].ctx;
+            t.result = activemask;
+            t.wait = Wait::running;
+          }
+        progressed = true;
+      }
+    }
+    return progressed;
+  }
+
+  bool resolve_barrier() {
+    std::size_t live = 0, at = 0;
+    const ThreadCtx* first_at = nullptr;
+    bool sites_differ = false;
+    for (auto& s : r_.slots) {
+      if (s.ctx.wait == Wait::done) continue;
+      ++live;
+      if (s.ctx.wait != Wait::barrier) continue;
+      ++at;
+      if (!first_at)
+        first_at = &s.ctx;
+      else if (s.ctx.site.line != first_at->site.line ||
+               std::strcmp(s.ctx.site.file, first_at->site.file) != 0)
+        sites_differ = true;
+    }
+    if (at == 0 || at != live) return false;
+    if (r_.checking(check_synccheck)) {
+      if (live != r_.slots.size())
+        report("synccheck", r_.header() + ": __syncthreads at " + where(first_at->site) +
+                                " is never reached by " + std::to_string(r_.slots.size() - live) +
+                                " thread(s) of the block, which exited (divergent barrier)");
+      if (sites_differ)
+        report("synccheck", r_.header() + ": divergent __syncthreads: threads wait at " +
+                                where(first_at->site) + " and at other barriers");
+    }
+    for (auto& s : r_.slots)
+      if (s.ctx.wait == Wait::barrier) s.ctx.wait = Wait::running;
+    return true;
+  }
+
+  // Nothing can progress: say where every blocked thread waits.
+  std::string describe_deadlock() const {
+    std::ostringstream o;
+    o << r_.header() << ": deadlock: ";
+    std::size_t listed = 0;
+    for (const auto& s : r_.slots) {
+      if (s.ctx.wait == Wait::done || s.ctx.wait == Wait::running) continue;
+      if (listed++ == 8) {
+        o << "...";
+        break;
+      }
+      o << "thread " << fmt_dim(s.ctx.thread_idx) << " waits at "
+        << (s.ctx.wait == Wait::barrier ? "__syncthreads" : op_name(s.ctx.op)) << " ("
+        << where(s.ctx.site) << "); ";
+    }
+    std::size_t exited = 0;
+    for (const auto& s : r_.slots) exited += s.ctx.wait == Wait::done;
+    o << exited << " thread(s) exited";
+    return o.str();
+  }
+
+  void report(const char* check, const std::string& line) { r_.launch->report(check, line); }
+
+ private:
+  void complete(unsigned first, unsigned count, std::uint64_t group, const ThreadCtx& lead) {
+    const int ws = r_.info.warp_size;
+    int width = lead.width <= 0 ? ws : lead.width;
+    if (width > ws || (width & (width - 1)) != 0) {
+      if (r_.checking(check_synccheck))
+        report("synccheck", r_.header() + ": " + op_name(lead.op) + " at " + where(lead.site) +
+                                " with width " + std::to_string(width) +
+                                ": allowed widths are powers of two up to warpSize " +
+                                std::to_string(ws));
+      width = ws;
+    }
+    std::uint64_t votes = 0;
+    for (unsigned k = 0; k < count; ++k)
+      if ((group >> k & 1) && r_.slots[first + k].ctx.arg) votes |= 1ull << k;
+    for (unsigned l = 0; l < count; ++l) {
+      if (!(group >> l & 1)) continue;
+      ThreadCtx& t = r_.slots[first + l].ctx;
+      if (r_.checking(check_synccheck) &&
+          (t.site.line != lead.site.line || std::strcmp(t.site.file, lead.site.file) != 0))
+        report("synccheck", r_.header() + ": lanes of warp " + std::to_string(first / ws) +
+                                " meet in " + op_name(lead.op) + " from different places (" +
+                                where(lead.site) + " and " + where(t.site) + ")");
+      int src = -1;
+      const int lane = static_cast<int>(l);
+      const int seg = lane / width * width;
+      switch (lead.op) {
+        case WarpOp::shfl_idx: src = seg + ((t.arg % width) + width) % width; break;
+        case WarpOp::shfl_up: src = lane - seg >= t.arg ? lane - t.arg : lane; break;
+        case WarpOp::shfl_down: src = lane - seg + t.arg < width ? lane + t.arg : lane; break;
+        case WarpOp::shfl_xor: {
+          int x = lane ^ t.arg;
+          src = (x >= seg + width || x >= ws) ? lane : x;
+          break;
+        }
+        case WarpOp::ballot: t.result = votes; break;
+        case WarpOp::any: t.result = votes != 0; break;
+        case WarpOp::all: t.result = votes == group; break;
+        default: break;
+      }
+      if (src >= 0) {
+        if (src >= static_cast<int>(count) || !(group >> src & 1)) {
+          if (r_.checking(check_synccheck))
+            report("synccheck", r_.header() + ": lane " + std::to_string(lane) + " " +
+                                    op_name(lead.op) + " at " + where(lead.site) +
+                                    " reads lane " + std::to_string(src) +
+                                    " which does not take part (undefined value)");
+          src = lane;
+        }
+        std::memcpy(t.out, r_.slots[first + src].ctx.in, sizeof t.out);
+      }
+    }
+    for (unsigned l = 0; l < count; ++l)
+      if (group >> l & 1) r_.slots[first + l].ctx.wait = Wait::running;
+  }
+
+  BlockRun& r_;
+};
+
+}  // namespace
+
+bool run_block(const BlockCtx& info, const std::function<void()>& body, Order order,
+               std::uint64_t seed, LaunchRun& launch) {
+  BlockRun run;
+  run.info = info;
+  run.body = &body;
+  run.launch = &launch;
+  const unsigned bx = info.block_dim.x, by = info.block_dim.y;
+  const unsigned n = bx * by * info.block_dim.z;
+  run.warps = (n + info.warp_size - 1) / info.warp_size;
+  run.slots.resize(n);
+  StackPool& pool = stack_pool();
+  for (unsigned i = 0; i < n; ++i) {
+    auto& s = run.slots[i];
+    s.ctx.thread_idx = uint3{i % bx, (i / bx) % by, i / (bx * by)};
+    s.ctx.linear = i;
+    s.ctx.lane = i % info.warp_size;
+    s.ctx.warp = i / info.warp_size;
+    s.ctx.block = &run;
+    s.fiber = ctx::fiber(std::allocator_arg, PoolRef{&pool}, [&s, &run](ctx::fiber&& caller) {
+      s.caller = std::move(caller);
+      try {
+        (*run.body)();
+      } catch (const ctx::detail::forced_unwind&) {
+        throw;
+      } catch (const std::exception& e) {
+        run.launch->report("kernel", run.header() + " thread " + fmt_dim(s.ctx.thread_idx) +
+                                         ": exception: " + e.what());
+      }
+      s.ctx.wait = Wait::done;
+      return std::move(s.caller);
+    });
+  }
+  std::vector<unsigned> sequence(n);
+  for (unsigned i = 0; i < n; ++i) sequence[i] = order == Order::reversed ? n - 1 - i : i;
+  std::mt19937_64 rng(seed ^ (0x9e3779b97f4a7c15ull * (info.block_idx.x + 1)) ^
+                      (std::uint64_t(info.block_idx.y) << 32) ^ info.block_idx.z);
+  Scheduler sched(run);
+  tls_block = &run.info;
+  bool ok = true;
+  for (;;) {
+    if (order == Order::random) std::shuffle(sequence.begin(), sequence.end(), rng);
+    bool all_done = true;
+    for (unsigned i : sequence) {
+      auto& s = run.slots[i];
+      if (s.ctx.wait == Wait::running) {
+        tls_thread = &s.ctx;
+        s.fiber = std::move(s.fiber).resume();
+        tls_thread = nullptr;
+      }
+      all_done = all_done && s.ctx.wait == Wait::done;
+    }
+    if (all_done) break;
+    bool progressed = sched.resolve_warps(false);
+    progressed = sched.resolve_barrier() || progressed;
+    if (!progressed) progressed = sched.resolve_warps(true);
+    if (!progressed) {
+      sched.report("synccheck", sched.describe_deadlock());
+      ok = false;
+      break;
+    }
+  }
+  // Abandoned fibers unwind their stacks when destroyed (Boost.Context forced unwind).
+  for (auto& s : run.slots) {
+    tls_thread = &s.ctx;
+    s.fiber = ctx::fiber();
+  }
+  tls_thread = nullptr;
+  tls_block = nullptr;
+  return ok;
+}
+
+}  // namespace emu::detail

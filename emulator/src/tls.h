@@ -1,0 +1,33 @@
+// All of the emulator's host-thread-local state but the two hot pointers in
+// thread_context.h, kept in one struct so initcheck can poison the kernel module's
+// thread-local storage (static __shared__ arrays) without touching the emulator's own.
+#pragma once
+#include <cstddef>
+#include <string>
+#include <vector>
+#include "emu/checks.h"
+#include "emu/runtime_api.h"
+
+namespace emu::detail {
+
+struct ColdTls {
+  void* stacks = nullptr;                // StackPool*, owned for the thread's life
+  unsigned char* dyn_base = nullptr;     // this block's dynamic shared memory
+  unsigned char* dyn_region = nullptr;   // the mmap'd pool behind it
+  std::size_t dyn_region_len = 0;
+  std::size_t dyn_bytes = 0;
+  cudaError_t last_error = cudaSuccess;
+  std::string* last_message = nullptr;   // heap-owned: a string's bytes must not live in TLS
+  std::vector<Finding>* last_findings = nullptr;
+};
+
+ColdTls& cold_tls();
+
+// Address ranges of the emulator's own thread-local state on this host thread.
+struct TlsRange {
+  const unsigned char* begin;
+  std::size_t size;
+};
+std::vector<TlsRange> emulator_tls_ranges();
+
+}  // namespace emu::detail

@@ -1,0 +1,102 @@
+// Launch configuration checks against the profile, and the runtime API.
+#include <gtest/gtest.h>
+
+#include <emu/cuda_runtime.h>
+
+#include <string>
+
+// Kernels sit in the global namespace: `extern __shared__` there names the emulator's
+// pools (see emu/dynamic_shared.h).
+__global__ void touch_dynamic(float* out) {
+  extern __shared__ float smem[];
+  smem[threadIdx.x] = static_cast<float>(threadIdx.x);
+  __syncthreads();
+  out[threadIdx.x] = smem[(threadIdx.x + 1) % blockDim.x];
+}
+
+__global__ void nothing() {}
+
+TEST(Launch, TwoHundredKilobytesFailOnBiV100AndSucceedOnH200AfterOptIn) {
+  const size_t bytes = 200 * 1024;
+  float* out;
+  ASSERT_EQ(cudaMalloc(&out, 64 * sizeof(float)), cudaSuccess);
+
+  emu::use_profile("bi-v100");
+  ASSERT_EQ(cudaFuncSetAttribute(touch_dynamic, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 static_cast<int>(bytes)),
+            cudaErrorInvalidValue);
+  EXPECT_NE(emu::last_error_message().find("49152"), std::string::npos) << emu::last_error_message();
+  cudaError_t e = emu::launch(touch_dynamic, dim3(1), dim3(64), bytes, out);
+  EXPECT_EQ(e, cudaErrorInvalidValue);
+  const std::string msg = cudaGetErrorString(e);
+  EXPECT_NE(msg.find("204800"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("49152"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("bi-v100"), std::string::npos) << msg;
+
+  emu::use_profile("h200");
+  e = emu::launch(touch_dynamic, dim3(1), dim3(64), bytes, out);
+  EXPECT_EQ(e, cudaErrorInvalidValue) << "without the opt-in 48 KB is the limit";
+  EXPECT_NE(std::string(cudaGetErrorString(e)).find("cudaFuncSetAttribute"), std::string::npos);
+  ASSERT_EQ(cudaFuncSetAttribute(touch_dynamic, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 static_cast<int>(bytes)),
+            cudaSuccess);
+  ASSERT_EQ(emu::launch(touch_dynamic, dim3(1), dim3(64), bytes, out), cudaSuccess);
+  float host[64];
+  ASSERT_EQ(cudaMemcpy(host, out, sizeof host, cudaMemcpyDeviceToHost), cudaSuccess);
+  for (int i = 0; i < 64; ++i) EXPECT_EQ(host[i], static_cast<float>((i + 1) % 64));
+
+  // The opt-in made under h200 does not carry past bi-v100's ceiling.
+  emu::use_profile("bi-v100");
+  EXPECT_EQ(emu::launch(touch_dynamic, dim3(1), dim3(64), bytes, out), cudaErrorInvalidValue);
+  cudaFree(out);
+}
+
+TEST(Launch, BlockAndGridLimitsNameTheLimit) {
+  emu::use_profile("bi-v100");
+  cudaError_t e = emu::launch(nothing, dim3(1), dim3(2048), 0);
+  EXPECT_EQ(e, cudaErrorInvalidConfiguration);
+  std::string msg = emu::last_error_message();
+  EXPECT_NE(msg.find("2048"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("max_threads_per_block 1024"), std::string::npos) << msg;
+  EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidConfiguration);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess) << "cudaGetLastError clears";
+
+  e = emu::launch(nothing, dim3(1, 70000), dim3(32), 0);
+  EXPECT_EQ(e, cudaErrorInvalidConfiguration);
+  EXPECT_NE(emu::last_error_message().find("65535"), std::string::npos);
+  EXPECT_EQ(emu::launch(nothing, dim3(1, 0), dim3(32), 0), cudaErrorInvalidConfiguration);
+  EXPECT_EQ(emu::launch(nothing, dim3(3, 2), dim3(1024), 0), cudaSuccess);
+}
+
+TEST(Runtime, DevicePropertiesComeFromTheProfile) {
+  cudaDeviceProp p;
+  emu::use_profile("bi-v100");
+  ASSERT_EQ(cudaGetDeviceProperties(&p, 0), cudaSuccess);
+  EXPECT_EQ(p.warpSize, 64);
+  EXPECT_EQ(p.multiProcessorCount, 16);
+  EXPECT_EQ(p.maxGridSize[1], 65535);
+  EXPECT_EQ(p.major, 7);
+  emu::use_profile("h200");
+  ASSERT_EQ(cudaGetDeviceProperties(&p, 0), cudaSuccess);
+  EXPECT_EQ(p.warpSize, 32);
+  EXPECT_EQ(p.multiProcessorCount, 132);
+  EXPECT_EQ(p.sharedMemPerBlockOptin, 232448u);
+  EXPECT_EQ(p.major, 9);
+  EXPECT_EQ(cudaGetDeviceProperties(&p, 1), cudaErrorInvalidValue);
+}
+
+TEST(Runtime, MemcpyAndMemsetCheckTheirRanges) {
+  int* d;
+  ASSERT_EQ(cudaMalloc(&d, 16 * sizeof(int)), cudaSuccess);
+  int h[16];
+  for (int i = 0; i < 16; ++i) h[i] = i;
+  EXPECT_EQ(cudaMemcpy(d, h, sizeof h, cudaMemcpyHostToDevice), cudaSuccess);
+  EXPECT_EQ(cudaMemcpy(d, h, sizeof h + 4, cudaMemcpyHostToDevice), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaMemset(d, 0, 16 * sizeof(int)), cudaSuccess);
+  EXPECT_EQ(cudaMemcpy(h, d, sizeof h, cudaMemcpyDeviceToHost), cudaSuccess);
+  for (int v : h) EXPECT_EQ(v, 0);
+  EXPECT_EQ(cudaMemset(h, 0, 4), cudaErrorInvalidValue) << "host pointer";
+  EXPECT_EQ(cudaFree(d), cudaSuccess);
+  EXPECT_EQ(cudaFree(d), cudaErrorInvalidDevicePointer);
+  EXPECT_STREQ(cudaGetErrorName(cudaErrorIllegalAddress), "cudaErrorIllegalAddress");
+}
