@@ -29,7 +29,8 @@ std::map<const void*, int> g_max_dynamic_smem;  // cudaFuncSetAttribute
 
 std::string kernel_name(const void* address) {
   Dl_info info{};
-  if (dladdr(address, &info) && info.dli_sname) {
+  // Needs the symbol in the dynamic table: the emulator target links with -rdynamic.
+  if (dladdr(address, &info) && info.dli_sname && info.dli_saddr == address) {
     int status = 0;
     char* d = abi::__cxa_demangle(info.dli_sname, nullptr, nullptr, &status);
     std::string name = status == 0 && d ? d : info.dli_sname;

@@ -1,0 +1,215 @@
+// Each sanitizer-like check catches its deliberate bug, says so on stderr in a line
+// beginning with the check's name, fails the launch, and nothing hangs.
+#include <gtest/gtest.h>
+
+#include <emu/cuda_runtime.h>
+
+#include <string>
+
+__global__ void missing_barrier(int* out) {
+  extern __shared__ int shm[];
+  if (threadIdx.x == 0) shm[0] = 42;
+  // BUG: no __syncthreads() between the write and the reads
+  out[threadIdx.x] = shm[0];
+}
+
+__global__ void early_return_barrier(int* out) {
+  if (threadIdx.x >= 32) return;  // BUG: the others then wait at a barrier they cannot all reach
+  __syncthreads();
+  out[threadIdx.x] = 1;
+}
+
+__global__ void barrier_against_shuffle(int* out) {
+  int v = static_cast<int>(threadIdx.x);
+  if (threadIdx.x % 32 < 16)
+    __syncthreads();  // BUG: lanes 16..31 wait in the shuffle for lanes parked here
+  else
+    v = __shfl_xor_sync(0xffffffff, v, 1);
+  out[threadIdx.x] = v;
+}
+
+__global__ void mismatched_collectives(int* out) {
+  int v = static_cast<int>(threadIdx.x);
+  if (threadIdx.x % 2)
+    v = static_cast<int>(__ballot_sync(0xffffffff, 1));  // BUG: half the warp votes,
+  else
+    v = __shfl_xor_sync(0xffffffff, v, 2);  // the other half shuffles
+  out[threadIdx.x] = v;
+}
+
+__global__ void store_past_end(float* out, int n) {
+  out[threadIdx.x + n] = 1.0f;  // BUG: writes n..n+blockDim-1
+}
+
+__global__ void load_past_end(const float* in, float* out, int n) {
+  out[threadIdx.x] = in[threadIdx.x + 1024 * n];  // BUG: far past the end
+}
+
+__global__ void reads_unwritten_static_shared(float* out) {
+  __shared__ float s[64];
+  if (threadIdx.x < 32) s[threadIdx.x] = 1.0f;
+  __syncthreads();
+  out[threadIdx.x] = s[threadIdx.x];  // BUG: s[32..63] were never written
+}
+
+__global__ void reads_unwritten_dynamic_shared(float* out) {
+  extern __shared__ float smem[];
+  if (threadIdx.x < 32) smem[threadIdx.x] = 1.0f;
+  __syncthreads();
+  out[threadIdx.x] = smem[threadIdx.x];  // BUG: smem[32..63] were never written
+}
+
+__global__ void clean_kernel(float* out) {
+  extern __shared__ float smem[];
+  smem[threadIdx.x] = static_cast<float>(threadIdx.x);
+  __syncthreads();
+  out[threadIdx.x] = smem[blockDim.x - 1 - threadIdx.x];
+}
+
+namespace {
+
+struct ChecksOn {
+  explicit ChecksOn(unsigned c) { emu::set_checks(c); }
+  ~ChecksOn() { emu::set_checks(emu::check_none); }
+};
+
+bool has_line_starting(const std::string& text, const std::string& prefix) {
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t end = text.find('\n', pos);
+    if (text.compare(pos, prefix.size(), prefix) == 0) return true;
+    if (end == std::string::npos) break;
+    pos = end + 1;
+  }
+  return false;
+}
+
+template <class F>
+std::string stderr_of(F f) {
+  testing::internal::CaptureStderr();
+  f();
+  return testing::internal::GetCapturedStderr();
+}
+
+}  // namespace
+
+TEST(Racecheck, MissingBarrierIsReported) {
+  emu::use_profile("h200");
+  ChecksOn on(emu::check_racecheck);
+  int* out;
+  ASSERT_EQ(cudaMalloc(&out, 64 * 4), cudaSuccess);
+  cudaError_t e;
+  std::string err = stderr_of([&] { e = emu::launch(missing_barrier, dim3(1), dim3(64), 4, out); });
+  EXPECT_EQ(e, cudaErrorLaunchFailure);
+  EXPECT_TRUE(has_line_starting(err, "racecheck:")) << err;
+  EXPECT_NE(err.find("missing_barrier"), std::string::npos) << err;
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaErrorLaunchFailure) << "the sync after reports it too";
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  cudaFree(out);
+}
+
+TEST(Synccheck, EarlyReturnBeforeBarrierIsReported) {
+  emu::use_profile("h200");
+  ChecksOn on(emu::check_synccheck);
+  int* out;
+  ASSERT_EQ(cudaMalloc(&out, 64 * 4), cudaSuccess);
+  cudaError_t e;
+  std::string err = stderr_of([&] { e = emu::launch(early_return_barrier, dim3(1), dim3(64), 0, out); });
+  EXPECT_EQ(e, cudaErrorLaunchFailure);
+  EXPECT_TRUE(has_line_starting(err, "synccheck:")) << err;
+  EXPECT_NE(err.find("never reached by 32 thread"), std::string::npos) << err;
+  cudaFree(out);
+}
+
+TEST(Synccheck, DeadlockIsReportedEvenWithChecksOff) {
+  emu::use_profile("h200");
+  int* out;
+  ASSERT_EQ(cudaMalloc(&out, 64 * 4), cudaSuccess);
+  for (auto kernel : {barrier_against_shuffle, mismatched_collectives}) {
+    cudaError_t e;
+    std::string err = stderr_of([&] { e = emu::launch(kernel, dim3(2), dim3(64), 0, out); });
+    EXPECT_EQ(e, cudaErrorLaunchFailure);
+    EXPECT_TRUE(has_line_starting(err, "synccheck:")) << err;
+    EXPECT_NE(err.find("deadlock"), std::string::npos) << err;
+    EXPECT_NE(emu::last_error_message().find("waits at"), std::string::npos);
+  }
+  cudaFree(out);
+}
+
+TEST(Memcheck, OutOfBoundsStoreNamesKernelBlockThreadAndOffset) {
+  emu::use_profile("bi-v100");
+  ChecksOn on(emu::check_memcheck);
+  float* out;
+  const int n = 100;
+  ASSERT_EQ(cudaMalloc(&out, n * sizeof(float)), cudaSuccess);
+  cudaError_t e;
+  std::string err = stderr_of([&] { e = emu::launch(store_past_end, dim3(1), dim3(64), 0, out, n); });
+  EXPECT_EQ(e, cudaErrorIllegalAddress);
+  EXPECT_TRUE(has_line_starting(err, "memcheck:")) << err;
+  EXPECT_NE(err.find("store_past_end"), std::string::npos) << err;
+  EXPECT_NE(err.find("write"), std::string::npos) << err;
+  EXPECT_NE(err.find("block (0,0,0)"), std::string::npos) << err;
+  cudaFree(out);
+}
+
+TEST(Memcheck, FarOutOfBoundsLoadIsCaught) {
+  emu::use_profile("h200");
+  ChecksOn on(emu::check_memcheck);
+  float *in, *out;
+  ASSERT_EQ(cudaMalloc(&in, 64 * 4), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&out, 64 * 4), cudaSuccess);
+  cudaError_t e;
+  std::string err = stderr_of([&] { e = emu::launch(load_past_end, dim3(1), dim3(1), 0, in, out, 0); });
+  EXPECT_EQ(e, cudaSuccess) << "offset 0 is in bounds: " << err;
+  // 1024 floats past a 256-byte allocation is 4 KB in: exactly the guard page
+  err = stderr_of([&] { e = emu::launch(load_past_end, dim3(1), dim3(1), 0, in, out, 1); });
+  EXPECT_EQ(e, cudaErrorIllegalAddress) << err;
+  EXPECT_NE(err.find("memcheck: invalid read"), std::string::npos) << err;
+  EXPECT_NE(err.find("thread (0,0,0)"), std::string::npos) << err;
+  cudaFree(in);
+  cudaFree(out);
+}
+
+TEST(Initcheck, ReadOfNeverWrittenSharedMemoryIsReported) {
+  emu::use_profile("h200");
+  ChecksOn on(emu::check_initcheck);
+  float* out;
+  ASSERT_EQ(cudaMalloc(&out, 64 * 4), cudaSuccess);
+  cudaError_t e;
+  std::string err = stderr_of([&] { e = emu::launch(reads_unwritten_static_shared, dim3(1), dim3(64), 0, out); });
+  EXPECT_EQ(e, cudaErrorLaunchFailure);
+  EXPECT_TRUE(has_line_starting(err, "initcheck:")) << err;
+  err = stderr_of([&] { e = emu::launch(reads_unwritten_dynamic_shared, dim3(1), dim3(64), 256, out); });
+  EXPECT_EQ(e, cudaErrorLaunchFailure);
+  EXPECT_TRUE(has_line_starting(err, "initcheck:")) << err;
+  cudaFree(out);
+}
+
+TEST(Checks, CleanKernelPassesEveryCheck) {
+  ChecksOn on(emu::check_all);
+  for (const char* profile : {"bi-v100", "h200"}) {
+    emu::use_profile(profile);
+    float* out;
+    ASSERT_EQ(cudaMalloc(&out, 128 * 4), cudaSuccess);
+    cudaError_t e;
+    std::string err = stderr_of([&] { e = emu::launch(clean_kernel, dim3(3), dim3(128), 512, out); });
+    EXPECT_EQ(e, cudaSuccess) << err;
+    EXPECT_TRUE(err.empty()) << err;
+    float h[128];
+    cudaMemcpy(h, out, sizeof h, cudaMemcpyDeviceToHost);
+    for (int i = 0; i < 128; ++i) EXPECT_EQ(h[i], 127 - i);
+    cudaFree(out);
+  }
+}
+
+TEST(Checks, ParseNamesTheAllowedWords) {
+  EXPECT_EQ(emu::parse_checks("all"), emu::check_all);
+  EXPECT_EQ(emu::parse_checks("memcheck,initcheck"), emu::check_memcheck | emu::check_initcheck);
+  try {
+    emu::parse_checks("memcheck,leakcheck");
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("leakcheck"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("racecheck"), std::string::npos);
+  }
+}
