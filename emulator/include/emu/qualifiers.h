@@ -4,7 +4,7 @@
 #define __global__
 #define __device__
 #define __host__
-#define __noinline__ __attribute__((noinline))
+// __noinline__ is left undefined: libstdc++ spells __attribute__((__noinline__)) itself.
 #define __forceinline__ inline __attribute__((always_inline))
 #define __launch_bounds__(...)
 #define __align__(n) __attribute__((aligned(n)))
