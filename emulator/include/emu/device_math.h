@@ -21,8 +21,7 @@
 // round correctly through double; for exp2 (model_exp2), 2 of 22 do not (glibc's double exp2
 // lands exactly on the midpoint, e.g. x = 0x1.853a6ep-9) and long double fixes both. Elsewhere
 // the double is farther from a midpoint than glibc's error (< 1 double ulp), so the base is
-// correctly rounded
-// for all float inputs. k and its direction come from ExpModel:
+// correctly rounded for all float inputs. k and its direction come from ExpModel:
 //   exact_host: k = 0;   up / down: k = max_ulp toward +inf / toward 0;
 //   random: k in [0, max_ulp] and the direction from a hash of (seed, bits of x), so results
 //   are deterministic and do not depend on call order or on which host thread calls.
