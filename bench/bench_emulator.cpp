@@ -22,7 +22,8 @@ __global__ void barrier_heavy(float* out, int phases) {
 __global__ void shuffle_heavy(float* out, int rounds) {
   float v = static_cast<float>(threadIdx.x);
   for (int r = 0; r < rounds; ++r)
-    for (int offset = warpSize / 2; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffff, v, offset);
+    for (int offset = warpSize / 2; offset > 0; offset /= 2)
+      v += __shfl_xor_sync(0xffffffff, v, offset);
   out[blockIdx.x * blockDim.x + threadIdx.x] = v;
 }
 
@@ -40,9 +41,10 @@ void run(benchmark::State& state, bool shuffles) {
   int levels = 0;
   for (int o = ws / 2; o > 0; o /= 2) ++levels;
   for (auto _ : state) {
-    cudaError_t e = shuffles ? emu::launch(shuffle_heavy, dim3(kBlocks), dim3(kThreads), 0, out, work)
-                             : emu::launch(barrier_heavy, dim3(kBlocks), dim3(kThreads),
-                                           kThreads * sizeof(float), out, work);
+    cudaError_t e = shuffles
+                        ? emu::launch(shuffle_heavy, dim3(kBlocks), dim3(kThreads), 0, out, work)
+                        : emu::launch(barrier_heavy, dim3(kBlocks), dim3(kThreads),
+                                      kThreads * sizeof(float), out, work);
     if (e != cudaSuccess) state.SkipWithError(cudaGetErrorString(e));
   }
   // One thread-step: one GPU thread arriving at one barrier or collective.
@@ -56,8 +58,12 @@ void run(benchmark::State& state, bool shuffles) {
   emu::set_host_threads(0);
 }
 
-void BM_BarrierHeavy(benchmark::State& s) { run(s, false); }
-void BM_ShuffleHeavy(benchmark::State& s) { run(s, true); }
+void BM_BarrierHeavy(benchmark::State& s) {
+  run(s, false);
+}
+void BM_ShuffleHeavy(benchmark::State& s) {
+  run(s, true);
+}
 
 void args(benchmark::internal::Benchmark* b) {
   const int all = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));

@@ -24,14 +24,20 @@ unsigned parse_checks(const std::string& spec) {
   std::string word;
   while (std::getline(ss, word, ',')) {
     if (word.empty() || word == "none") continue;
-    if (word == "all") out |= check_all;
-    else if (word == "memcheck") out |= check_memcheck;
-    else if (word == "racecheck") out |= check_racecheck;
-    else if (word == "synccheck") out |= check_synccheck;
-    else if (word == "initcheck") out |= check_initcheck;
+    if (word == "all")
+      out |= check_all;
+    else if (word == "memcheck")
+      out |= check_memcheck;
+    else if (word == "racecheck")
+      out |= check_racecheck;
+    else if (word == "synccheck")
+      out |= check_synccheck;
+    else if (word == "initcheck")
+      out |= check_initcheck;
     else
-      throw std::invalid_argument("EMU_CHECKS: unknown check '" + word +
-                                  "'; allowed: memcheck, racecheck, synccheck, initcheck, all, none");
+      throw std::invalid_argument(
+          "EMU_CHECKS: unknown check '" + word +
+          "'; allowed: memcheck, racecheck, synccheck, initcheck, all, none");
   }
   return out;
 }
@@ -56,7 +62,9 @@ const std::vector<Finding>& last_findings() {
   return *c.last_findings;
 }
 
-void set_host_threads(int n) { g_threads = n; }
+void set_host_threads(int n) {
+  g_threads = n;
+}
 
 int host_threads() {
   if (g_threads > 0) return g_threads;

@@ -16,13 +16,17 @@ namespace emu::detail {
 namespace {
 thread_local ColdTls g_cold;
 
-std::size_t page_size() { return static_cast<std::size_t>(sysconf(_SC_PAGESIZE)); }
+std::size_t page_size() {
+  return static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+}
 
 std::mutex g_named_mutex;
 std::vector<unsigned char* (*)()> g_named;  // getters of the common-name pools
 }  // namespace
 
-ColdTls& cold_tls() { return g_cold; }
+ColdTls& cold_tls() {
+  return g_cold;
+}
 
 std::vector<TlsRange> emulator_tls_ranges() {
   return {{reinterpret_cast<const unsigned char*>(&g_cold), sizeof g_cold},
@@ -38,8 +42,8 @@ void prepare_dynamic_shared(std::size_t bytes, unsigned char poison) {
   const std::size_t cap = (EMU_DYNAMIC_SMEM_CAPACITY + page - 1) / page * page;
   if (!c.dyn_region) {
     c.dyn_region_len = cap + 2 * page;
-    void* m = mmap(nullptr, c.dyn_region_len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                   -1, 0);
+    void* m = mmap(nullptr, c.dyn_region_len, PROT_NONE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (m == MAP_FAILED) throw std::bad_alloc();
     c.dyn_region = static_cast<unsigned char*>(m);
   }
@@ -48,7 +52,8 @@ void prepare_dynamic_shared(std::size_t bytes, unsigned char poison) {
   unsigned char* base = end - rounded;
   unsigned char* open_from = c.dyn_region + page + (base - (c.dyn_region + page)) / page * page;
   mprotect(c.dyn_region, c.dyn_region_len, PROT_NONE);
-  if (end > open_from) mprotect(open_from, static_cast<std::size_t>(end - open_from), PROT_READ | PROT_WRITE);
+  if (end > open_from)
+    mprotect(open_from, static_cast<std::size_t>(end - open_from), PROT_READ | PROT_WRITE);
   if (rounded) std::memset(base, poison, rounded);
   c.dyn_base = base;
   c.dyn_bytes = bytes;
@@ -66,7 +71,8 @@ void register_named_dynamic_shared(unsigned char* (*getter)()) {
 
 void poison_named_dynamic_shared(std::size_t bytes, unsigned char byte) {
   std::lock_guard<std::mutex> lock(g_named_mutex);
-  for (auto get : g_named) std::memset(get(), byte, std::min<std::size_t>(bytes, EMU_DYNAMIC_SMEM_CAPACITY));
+  for (auto get : g_named)
+    std::memset(get(), byte, std::min<std::size_t>(bytes, EMU_DYNAMIC_SMEM_CAPACITY));
 }
 
 namespace {

@@ -88,7 +88,8 @@ cudaError_t check_config(const void* kernel, dim3 grid, dim3 block, std::size_t 
     auto it = g_max_dynamic_smem.find(kernel);
     if (it != g_max_dynamic_smem.end()) {
       // An opt-in made under another profile counts only up to this one's ceiling.
-      allowed = std::max<long long>(allowed, std::min<long long>(it->second, p.shared_memory_per_block_optin));
+      allowed = std::max<long long>(
+          allowed, std::min<long long>(it->second, p.shared_memory_per_block_optin));
       opted = true;
     }
   }
@@ -112,9 +113,9 @@ cudaError_t check_config(const void* kernel, dim3 grid, dim3 block, std::size_t 
 
 BlockCtx block_ctx(unsigned long long linear, dim3 grid, dim3 block, int ws, const char* name) {
   BlockCtx b;
-  b.block_idx = uint3{static_cast<unsigned>(linear % grid.x),
-                      static_cast<unsigned>(linear / grid.x % grid.y),
-                      static_cast<unsigned>(linear / (1ull * grid.x * grid.y))};
+  b.block_idx =
+      uint3{static_cast<unsigned>(linear % grid.x), static_cast<unsigned>(linear / grid.x % grid.y),
+            static_cast<unsigned>(linear / (1ull * grid.x * grid.y))};
   b.block_dim = block;
   b.grid_dim = grid;
   b.warp_size = ws;

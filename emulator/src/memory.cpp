@@ -112,8 +112,8 @@ void check_canaries(const Block& b, std::vector<std::string>& out) {
   for (unsigned char* p = first; p < data; ++p)
     if (*p != kCanary) {
       std::ostringstream s;
-      s << "memcheck: out-of-bounds write before the start of device allocation #" << b.id
-        << " (" << b.size << " bytes) at offset " << (p - data);
+      s << "memcheck: out-of-bounds write before the start of device allocation #" << b.id << " ("
+        << b.size << " bytes) at offset " << (p - data);
       out.push_back(s.str());
       std::memset(first, kCanary, static_cast<std::size_t>(data - first));
       break;
@@ -172,8 +172,9 @@ void* guarded_alloc(std::size_t bytes) {
 
 bool guarded_free(void* p) {
   std::lock_guard<std::mutex> lock(g_mutex);
-  auto it = std::find_if(g_blocks.begin(), g_blocks.end(),
-                         [p](const Block& b) { return b.data == reinterpret_cast<std::uintptr_t>(p); });
+  auto it = std::find_if(g_blocks.begin(), g_blocks.end(), [p](const Block& b) {
+    return b.data == reinterpret_cast<std::uintptr_t>(p);
+  });
   if (it == g_blocks.end()) return false;
   Block b = *it;
   g_blocks.erase(it);

@@ -57,31 +57,44 @@ void apply_field(Profile& p, const std::string& key, const json& v, const std::s
     read_number(v, key, origin, p.warp_size, 1, 64);
     if (p.warp_size != 32 && p.warp_size != 64)
       fail(origin, "field 'warp_size' = " + std::to_string(p.warp_size) + "; allowed 32 or 64");
-  } else if (key == "multiprocessor_count") read_number(v, key, origin, p.multiprocessor_count, 1, 1e6);
-  else if (key == "max_threads_per_block") read_number(v, key, origin, p.max_threads_per_block, 1, 65536);
-  else if (key == "max_block_dim") read_triple(v, key, origin, p.max_block_dim, 65536);
-  else if (key == "max_grid_dim") read_triple(v, key, origin, p.max_grid_dim, 4294967295.0);
-  else if (key == "shared_memory_per_block") read_number(v, key, origin, p.shared_memory_per_block, 0, 1 << 30);
+  } else if (key == "multiprocessor_count")
+    read_number(v, key, origin, p.multiprocessor_count, 1, 1e6);
+  else if (key == "max_threads_per_block")
+    read_number(v, key, origin, p.max_threads_per_block, 1, 65536);
+  else if (key == "max_block_dim")
+    read_triple(v, key, origin, p.max_block_dim, 65536);
+  else if (key == "max_grid_dim")
+    read_triple(v, key, origin, p.max_grid_dim, 4294967295.0);
+  else if (key == "shared_memory_per_block")
+    read_number(v, key, origin, p.shared_memory_per_block, 0, 1 << 30);
   else if (key == "shared_memory_per_block_optin")
     read_number(v, key, origin, p.shared_memory_per_block_optin, 0, 1 << 30);
   else if (key == "shared_memory_per_multiprocessor")
     read_number(v, key, origin, p.shared_memory_per_multiprocessor, 0, 1 << 30);
   else if (key == "max_threads_per_multiprocessor")
     read_number(v, key, origin, p.max_threads_per_multiprocessor, 1, 1 << 20);
-  else if (key == "registers_per_block") read_number(v, key, origin, p.registers_per_block, 1, 1 << 24);
+  else if (key == "registers_per_block")
+    read_number(v, key, origin, p.registers_per_block, 1, 1 << 24);
   else if (key == "compute_capability") {
     std::array<int, 2> cc{};
-    if (!v.is_array() || v.size() != 2) fail(origin, "field 'compute_capability' must be [major, minor]");
+    if (!v.is_array() || v.size() != 2)
+      fail(origin, "field 'compute_capability' must be [major, minor]");
     read_number(v[0], key, origin, cc[0], 0, 100);
     read_number(v[1], key, origin, cc[1], 0, 100);
     p.compute_capability_major = cc[0];
     p.compute_capability_minor = cc[1];
-  } else if (key == "total_global_memory") read_number(v, key, origin, p.total_global_memory, 1, 1e15);
-  else if (key == "l2_cache_bytes") read_number(v, key, origin, p.l2_cache_bytes, 0, 1e12);
-  else if (key == "clock_mhz") read_number(v, key, origin, p.clock_mhz, 1, 1e5);
-  else if (key == "memory_bandwidth_gbps") read_number(v, key, origin, p.memory_bandwidth_gbps, 1e-3, 1e6);
-  else if (key == "fp32_tflops") read_number(v, key, origin, p.fp32_tflops, 1e-6, 1e6);
-  else if (key == "fp16_tflops") read_number(v, key, origin, p.fp16_tflops, 1e-6, 1e6);
+  } else if (key == "total_global_memory")
+    read_number(v, key, origin, p.total_global_memory, 1, 1e15);
+  else if (key == "l2_cache_bytes")
+    read_number(v, key, origin, p.l2_cache_bytes, 0, 1e12);
+  else if (key == "clock_mhz")
+    read_number(v, key, origin, p.clock_mhz, 1, 1e5);
+  else if (key == "memory_bandwidth_gbps")
+    read_number(v, key, origin, p.memory_bandwidth_gbps, 1e-3, 1e6);
+  else if (key == "fp32_tflops")
+    read_number(v, key, origin, p.fp32_tflops, 1e-6, 1e6);
+  else if (key == "fp16_tflops")
+    read_number(v, key, origin, p.fp16_tflops, 1e-6, 1e6);
   else if (key == "expf_fast_ulp") {
     if (v.is_null()) {
       p.expf_fast_ulp_a = -1;  // unknown
@@ -98,7 +111,8 @@ void apply_field(Profile& p, const std::string& key, const json& v, const std::s
 
 void check_consistency(const Profile& p, const std::string& origin) {
   if (p.shared_memory_per_block_optin < p.shared_memory_per_block)
-    fail(origin, "shared_memory_per_block_optin (" + std::to_string(p.shared_memory_per_block_optin) +
+    fail(origin, "shared_memory_per_block_optin (" +
+                     std::to_string(p.shared_memory_per_block_optin) +
                      ") must be >= shared_memory_per_block (" +
                      std::to_string(p.shared_memory_per_block) + ")");
   if (p.max_threads_per_block % p.warp_size != 0)
@@ -167,7 +181,8 @@ Profile parse_profile(const std::string& text, const std::string& origin) {
   if (!j.is_object()) fail(origin, "must be a JSON object");
   Profile p;
   p.file = origin;
-  if (!j.contains("name") || !j["name"].is_string()) fail(origin, "field 'name' (a string) is required");
+  if (!j.contains("name") || !j["name"].is_string())
+    fail(origin, "field 'name' (a string) is required");
   if (!j.contains("warp_size")) fail(origin, "field 'warp_size' is required");
   for (auto it = j.begin(); it != j.end(); ++it) {
     const std::string& key = it.key();
@@ -183,9 +198,11 @@ Profile parse_profile(const std::string& text, const std::string& origin) {
     const json* value = &*it;
     if (it->is_object()) {
       if (!it->contains("value"))
-        fail(origin, "field '" + key + "' is an object without 'value' (expected {value, source, confidence})");
+        fail(origin, "field '" + key +
+                         "' is an object without 'value' (expected {value, source, confidence})");
       for (auto f = it->begin(); f != it->end(); ++f)
-        if (f.key() != "value" && f.key() != "source" && f.key() != "confidence" && f.key() != "note")
+        if (f.key() != "value" && f.key() != "source" && f.key() != "confidence" &&
+            f.key() != "note")
           fail(origin, "field '" + key + "' has unknown member '" + f.key() +
                            "'; allowed: value, source, confidence, note");
       Provenance prov;
@@ -207,8 +224,9 @@ std::vector<std::string> known_profiles() {
 }
 
 Profile load_profile(const std::string& name_or_path) {
-  const bool is_path = name_or_path.find('/') != std::string::npos ||
-                       (name_or_path.size() > 5 && name_or_path.substr(name_or_path.size() - 5) == ".json");
+  const bool is_path =
+      name_or_path.find('/') != std::string::npos ||
+      (name_or_path.size() > 5 && name_or_path.substr(name_or_path.size() - 5) == ".json");
   if (is_path) return parse_profile(read_file(name_or_path), name_or_path);
   for (const auto& dir : search_dirs()) {
     fs::path f = dir / (name_or_path + ".json");

@@ -68,7 +68,8 @@ cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind 
   if ((dst_dev && !emu::detail::is_device_range(dst, bytes)) ||
       (src_dev && !emu::detail::is_device_range(src, bytes))) {
     std::ostringstream o;
-    o << "cudaMemcpy: the " << (dst_dev && !emu::detail::is_device_range(dst, bytes) ? "destination" : "source")
+    o << "cudaMemcpy: the "
+      << (dst_dev && !emu::detail::is_device_range(dst, bytes) ? "destination" : "source")
       << " range of " << bytes << " bytes is not inside one cudaMalloc allocation";
     return set_error(cudaErrorInvalidValue, o.str());
   }
@@ -101,7 +102,9 @@ cudaError_t cudaDeviceSynchronize() {
   return e;
 }
 
-cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaDeviceSynchronize(); }
+cudaError_t cudaStreamSynchronize(cudaStream_t) {
+  return cudaDeviceSynchronize();
+}
 
 cudaError_t cudaGetLastError() {
   auto& c = emu::detail::cold_tls();
@@ -110,25 +113,42 @@ cudaError_t cudaGetLastError() {
   return e;
 }
 
-cudaError_t cudaPeekAtLastError() { return emu::detail::cold_tls().last_error; }
+cudaError_t cudaPeekAtLastError() {
+  return emu::detail::cold_tls().last_error;
+}
 
 const char* cudaGetErrorName(cudaError_t e) {
   switch (e) {
-    case cudaSuccess: return "cudaSuccess";
-    case cudaErrorInvalidValue: return "cudaErrorInvalidValue";
-    case cudaErrorMemoryAllocation: return "cudaErrorMemoryAllocation";
-    case cudaErrorInitializationError: return "cudaErrorInitializationError";
-    case cudaErrorLaunchFailure: return "cudaErrorLaunchFailure";
-    case cudaErrorLaunchOutOfResources: return "cudaErrorLaunchOutOfResources";
-    case cudaErrorInvalidConfiguration: return "cudaErrorInvalidConfiguration";
-    case cudaErrorInvalidDevicePointer: return "cudaErrorInvalidDevicePointer";
-    case cudaErrorInvalidMemcpyDirection: return "cudaErrorInvalidMemcpyDirection";
-    case cudaErrorInvalidDeviceFunction: return "cudaErrorInvalidDeviceFunction";
-    case cudaErrorIllegalAddress: return "cudaErrorIllegalAddress";
-    case cudaErrorAssert: return "cudaErrorAssert";
-    case cudaErrorInvalidResourceHandle: return "cudaErrorInvalidResourceHandle";
-    case cudaErrorNotSupported: return "cudaErrorNotSupported";
-    default: return "cudaErrorUnknown";
+    case cudaSuccess:
+      return "cudaSuccess";
+    case cudaErrorInvalidValue:
+      return "cudaErrorInvalidValue";
+    case cudaErrorMemoryAllocation:
+      return "cudaErrorMemoryAllocation";
+    case cudaErrorInitializationError:
+      return "cudaErrorInitializationError";
+    case cudaErrorLaunchFailure:
+      return "cudaErrorLaunchFailure";
+    case cudaErrorLaunchOutOfResources:
+      return "cudaErrorLaunchOutOfResources";
+    case cudaErrorInvalidConfiguration:
+      return "cudaErrorInvalidConfiguration";
+    case cudaErrorInvalidDevicePointer:
+      return "cudaErrorInvalidDevicePointer";
+    case cudaErrorInvalidMemcpyDirection:
+      return "cudaErrorInvalidMemcpyDirection";
+    case cudaErrorInvalidDeviceFunction:
+      return "cudaErrorInvalidDeviceFunction";
+    case cudaErrorIllegalAddress:
+      return "cudaErrorIllegalAddress";
+    case cudaErrorAssert:
+      return "cudaErrorAssert";
+    case cudaErrorInvalidResourceHandle:
+      return "cudaErrorInvalidResourceHandle";
+    case cudaErrorNotSupported:
+      return "cudaErrorNotSupported";
+    default:
+      return "cudaErrorUnknown";
   }
 }
 
@@ -137,14 +157,22 @@ const char* cudaGetErrorString(cudaError_t e) {
   if (e != cudaSuccess && c.last_message && !c.last_message->empty() && e == c.last_error)
     return c.last_message->c_str();
   switch (e) {
-    case cudaSuccess: return "no error";
-    case cudaErrorInvalidValue: return "invalid argument";
-    case cudaErrorMemoryAllocation: return "out of memory";
-    case cudaErrorLaunchFailure: return "unspecified launch failure";
-    case cudaErrorInvalidConfiguration: return "invalid configuration argument";
-    case cudaErrorInvalidDevicePointer: return "invalid device pointer";
-    case cudaErrorIllegalAddress: return "an illegal memory access was encountered";
-    default: return cudaGetErrorName(e);
+    case cudaSuccess:
+      return "no error";
+    case cudaErrorInvalidValue:
+      return "invalid argument";
+    case cudaErrorMemoryAllocation:
+      return "out of memory";
+    case cudaErrorLaunchFailure:
+      return "unspecified launch failure";
+    case cudaErrorInvalidConfiguration:
+      return "invalid configuration argument";
+    case cudaErrorInvalidDevicePointer:
+      return "invalid device pointer";
+    case cudaErrorIllegalAddress:
+      return "an illegal memory access was encountered";
+    default:
+      return cudaGetErrorName(e);
   }
 }
 
@@ -201,9 +229,10 @@ cudaError_t cudaFuncSetAttribute(const void* func, cudaFuncAttribute attr, int v
   if (!func) return set_error(cudaErrorInvalidDeviceFunction, "cudaFuncSetAttribute: func is null");
   if (attr == cudaFuncAttributePreferredSharedMemoryCarveout) return cudaSuccess;
   if (attr != cudaFuncAttributeMaxDynamicSharedMemorySize)
-    return set_error(cudaErrorInvalidValue,
-                     "cudaFuncSetAttribute: attr must be cudaFuncAttributeMaxDynamicSharedMemorySize "
-                     "or cudaFuncAttributePreferredSharedMemoryCarveout");
+    return set_error(
+        cudaErrorInvalidValue,
+        "cudaFuncSetAttribute: attr must be cudaFuncAttributeMaxDynamicSharedMemorySize "
+        "or cudaFuncAttributePreferredSharedMemoryCarveout");
   const emu::Profile& p = emu::current_profile();
   if (value < 0 || value > p.shared_memory_per_block_optin) {
     std::ostringstream o;

@@ -75,15 +75,24 @@ StackPool& stack_pool() {
 
 const char* op_name(WarpOp op) {
   switch (op) {
-    case WarpOp::shfl_idx: return "__shfl_sync";
-    case WarpOp::shfl_up: return "__shfl_up_sync";
-    case WarpOp::shfl_down: return "__shfl_down_sync";
-    case WarpOp::shfl_xor: return "__shfl_xor_sync";
-    case WarpOp::ballot: return "__ballot_sync";
-    case WarpOp::any: return "__any_sync";
-    case WarpOp::all: return "__all_sync";
-    case WarpOp::syncwarp: return "__syncwarp";
-    case WarpOp::activemask: return "__activemask";
+    case WarpOp::shfl_idx:
+      return "__shfl_sync";
+    case WarpOp::shfl_up:
+      return "__shfl_up_sync";
+    case WarpOp::shfl_down:
+      return "__shfl_down_sync";
+    case WarpOp::shfl_xor:
+      return "__shfl_xor_sync";
+    case WarpOp::ballot:
+      return "__ballot_sync";
+    case WarpOp::any:
+      return "__any_sync";
+    case WarpOp::all:
+      return "__all_sync";
+    case WarpOp::syncwarp:
+      return "__syncwarp";
+    case WarpOp::activemask:
+      return "__activemask";
   }
   return "?";
 }
@@ -206,8 +215,8 @@ class Scheduler {
         if (req & done) {
           if (r_.checking(check_synccheck))
             report("synccheck", r_.header() + " warp " + std::to_string(w) + ": " +
-                                    op_name(lead.op) + " at " + where(lead.site) +
-                                    " names lanes " + lanes(req & done) + " which have exited");
+                                    op_name(lead.op) + " at " + where(lead.site) + " names lanes " +
+                                    lanes(req & done) + " which have exited");
         }
         complete(first, count, group, lead);
         waiting &= ~group;
@@ -306,25 +315,38 @@ class Scheduler {
       const int lane = static_cast<int>(l);
       const int seg = lane / width * width;
       switch (lead.op) {
-        case WarpOp::shfl_idx: src = seg + ((t.arg % width) + width) % width; break;
-        case WarpOp::shfl_up: src = lane - seg >= t.arg ? lane - t.arg : lane; break;
-        case WarpOp::shfl_down: src = lane - seg + t.arg < width ? lane + t.arg : lane; break;
+        case WarpOp::shfl_idx:
+          src = seg + ((t.arg % width) + width) % width;
+          break;
+        case WarpOp::shfl_up:
+          src = lane - seg >= t.arg ? lane - t.arg : lane;
+          break;
+        case WarpOp::shfl_down:
+          src = lane - seg + t.arg < width ? lane + t.arg : lane;
+          break;
         case WarpOp::shfl_xor: {
           int x = lane ^ t.arg;
           src = (x >= seg + width || x >= ws) ? lane : x;
           break;
         }
-        case WarpOp::ballot: t.result = votes; break;
-        case WarpOp::any: t.result = votes != 0; break;
-        case WarpOp::all: t.result = votes == group; break;
-        default: break;
+        case WarpOp::ballot:
+          t.result = votes;
+          break;
+        case WarpOp::any:
+          t.result = votes != 0;
+          break;
+        case WarpOp::all:
+          t.result = votes == group;
+          break;
+        default:
+          break;
       }
       if (src >= 0) {
         if (src >= static_cast<int>(count) || !(group >> src & 1)) {
           if (r_.checking(check_synccheck))
             report("synccheck", r_.header() + ": lane " + std::to_string(lane) + " " +
-                                    op_name(lead.op) + " at " + where(lead.site) +
-                                    " reads lane " + std::to_string(src) +
+                                    op_name(lead.op) + " at " + where(lead.site) + " reads lane " +
+                                    std::to_string(src) +
                                     " which does not take part (undefined value)");
           src = lane;
         }

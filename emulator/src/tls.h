@@ -11,13 +11,13 @@
 namespace emu::detail {
 
 struct ColdTls {
-  void* stacks = nullptr;                // StackPool*, owned for the thread's life
-  unsigned char* dyn_base = nullptr;     // this block's dynamic shared memory
-  unsigned char* dyn_region = nullptr;   // the mmap'd pool behind it
+  void* stacks = nullptr;               // StackPool*, owned for the thread's life
+  unsigned char* dyn_base = nullptr;    // this block's dynamic shared memory
+  unsigned char* dyn_region = nullptr;  // the mmap'd pool behind it
   std::size_t dyn_region_len = 0;
   std::size_t dyn_bytes = 0;
   cudaError_t last_error = cudaSuccess;
-  std::string* last_message = nullptr;   // heap-owned: a string's bytes must not live in TLS
+  std::string* last_message = nullptr;  // heap-owned: a string's bytes must not live in TLS
   std::vector<Finding>* last_findings = nullptr;
 };
 

@@ -114,7 +114,8 @@ TEST(Synccheck, EarlyReturnBeforeBarrierIsReported) {
   int* out;
   ASSERT_EQ(cudaMalloc(&out, 64 * 4), cudaSuccess);
   cudaError_t e;
-  std::string err = stderr_of([&] { e = emu::launch(early_return_barrier, dim3(1), dim3(64), 0, out); });
+  std::string err =
+      stderr_of([&] { e = emu::launch(early_return_barrier, dim3(1), dim3(64), 0, out); });
   EXPECT_EQ(e, cudaErrorLaunchFailure);
   EXPECT_TRUE(has_line_starting(err, "synccheck:")) << err;
   EXPECT_NE(err.find("never reached by 32 thread"), std::string::npos) << err;
@@ -143,7 +144,8 @@ TEST(Memcheck, OutOfBoundsStoreNamesKernelBlockThreadAndOffset) {
   const int n = 100;
   ASSERT_EQ(cudaMalloc(&out, n * sizeof(float)), cudaSuccess);
   cudaError_t e;
-  std::string err = stderr_of([&] { e = emu::launch(store_past_end, dim3(1), dim3(64), 0, out, n); });
+  std::string err =
+      stderr_of([&] { e = emu::launch(store_past_end, dim3(1), dim3(64), 0, out, n); });
   EXPECT_EQ(e, cudaErrorIllegalAddress);
   EXPECT_TRUE(has_line_starting(err, "memcheck:")) << err;
   EXPECT_NE(err.find("store_past_end"), std::string::npos) << err;
@@ -159,7 +161,8 @@ TEST(Memcheck, FarOutOfBoundsLoadIsCaught) {
   ASSERT_EQ(cudaMalloc(&in, 64 * 4), cudaSuccess);
   ASSERT_EQ(cudaMalloc(&out, 64 * 4), cudaSuccess);
   cudaError_t e;
-  std::string err = stderr_of([&] { e = emu::launch(load_past_end, dim3(1), dim3(1), 0, in, out, 0); });
+  std::string err =
+      stderr_of([&] { e = emu::launch(load_past_end, dim3(1), dim3(1), 0, in, out, 0); });
   EXPECT_EQ(e, cudaSuccess) << "offset 0 is in bounds: " << err;
   // 1024 floats past a 256-byte allocation is 4 KB in: exactly the guard page
   err = stderr_of([&] { e = emu::launch(load_past_end, dim3(1), dim3(1), 0, in, out, 1); });
@@ -176,10 +179,12 @@ TEST(Initcheck, ReadOfNeverWrittenSharedMemoryIsReported) {
   float* out;
   ASSERT_EQ(cudaMalloc(&out, 64 * 4), cudaSuccess);
   cudaError_t e;
-  std::string err = stderr_of([&] { e = emu::launch(reads_unwritten_static_shared, dim3(1), dim3(64), 0, out); });
+  std::string err =
+      stderr_of([&] { e = emu::launch(reads_unwritten_static_shared, dim3(1), dim3(64), 0, out); });
   EXPECT_EQ(e, cudaErrorLaunchFailure);
   EXPECT_TRUE(has_line_starting(err, "initcheck:")) << err;
-  err = stderr_of([&] { e = emu::launch(reads_unwritten_dynamic_shared, dim3(1), dim3(64), 256, out); });
+  err = stderr_of(
+      [&] { e = emu::launch(reads_unwritten_dynamic_shared, dim3(1), dim3(64), 256, out); });
   EXPECT_EQ(e, cudaErrorLaunchFailure);
   EXPECT_TRUE(has_line_starting(err, "initcheck:")) << err;
   cudaFree(out);
@@ -192,7 +197,8 @@ TEST(Checks, CleanKernelPassesEveryCheck) {
     float* out;
     ASSERT_EQ(cudaMalloc(&out, 128 * 4), cudaSuccess);
     cudaError_t e;
-    std::string err = stderr_of([&] { e = emu::launch(clean_kernel, dim3(3), dim3(128), 512, out); });
+    std::string err =
+        stderr_of([&] { e = emu::launch(clean_kernel, dim3(3), dim3(128), 512, out); });
     EXPECT_EQ(e, cudaSuccess) << err;
     EXPECT_TRUE(err.empty()) << err;
     float h[128];

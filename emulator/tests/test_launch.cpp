@@ -25,7 +25,8 @@ TEST(Launch, TwoHundredKilobytesFailOnBiV100AndSucceedOnH200AfterOptIn) {
   ASSERT_EQ(cudaFuncSetAttribute(touch_dynamic, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                  static_cast<int>(bytes)),
             cudaErrorInvalidValue);
-  EXPECT_NE(emu::last_error_message().find("49152"), std::string::npos) << emu::last_error_message();
+  EXPECT_NE(emu::last_error_message().find("49152"), std::string::npos)
+      << emu::last_error_message();
   cudaError_t e = emu::launch(touch_dynamic, dim3(1), dim3(64), bytes, out);
   EXPECT_EQ(e, cudaErrorInvalidValue);
   const std::string msg = cudaGetErrorString(e);

@@ -37,9 +37,9 @@ TEST(Profiles, ShippedProfilesHaveTheirFactsAndProvenance) {
   const emu::Profile a = emu::load_profile("a100");
   EXPECT_EQ(a.multiprocessor_count, 108);
   for (const auto& p : {bi, h, a}) {
-    for (const char* field : {"warp_size", "multiprocessor_count", "shared_memory_per_block",
-                              "shared_memory_per_block_optin", "memory_bandwidth_gbps",
-                              "fp32_tflops"}) {
+    for (const char* field :
+         {"warp_size", "multiprocessor_count", "shared_memory_per_block",
+          "shared_memory_per_block_optin", "memory_bandwidth_gbps", "fp32_tflops"}) {
       ASSERT_TRUE(p.provenance.count(field)) << p.name << " " << field;
       EXPECT_FALSE(p.provenance.at(field).source.empty()) << p.name << " " << field;
       EXPECT_FALSE(p.provenance.at(field).confidence.empty()) << p.name << " " << field;

@@ -8,7 +8,8 @@
 
 __global__ void xor_reduce(int* out) {
   int v = static_cast<int>(threadIdx.x);
-  for (int offset = warpSize / 2; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffff, v, offset);
+  for (int offset = warpSize / 2; offset > 0; offset /= 2)
+    v += __shfl_xor_sync(0xffffffff, v, offset);
   out[threadIdx.x] = v;
 }
 
@@ -86,7 +87,8 @@ TEST_P(Warp, ShufflesFollowCudaSemantics) {
   const int ws = emu::current_profile().warp_size;
   const int n = 128;
   int *idx, *up, *down, *xr, *seg;
-  for (int** p : {&idx, &up, &down, &xr, &seg}) ASSERT_EQ(cudaMalloc(p, n * sizeof(int)), cudaSuccess);
+  for (int** p : {&idx, &up, &down, &xr, &seg})
+    ASSERT_EQ(cudaMalloc(p, n * sizeof(int)), cudaSuccess);
   ASSERT_EQ(emu::launch(shuffles, dim3(1), dim3(n), 0, idx, up, down, xr, seg), cudaSuccess);
   auto hi = run_and_copy(idx, n), hu = run_and_copy(up, n), hd = run_and_copy(down, n),
        hx = run_and_copy(xr, n), hs = run_and_copy(seg, n);
@@ -172,7 +174,8 @@ TEST(Atomics, GlobalAndSharedAcrossBlocksAndHostThreads) {
   cudaMemset(u, 0, 4);
   cudaMemset(f, 0, 4);
   const int blocks = 8, threads = 64;
-  ASSERT_EQ(emu::launch(atomics, dim3(blocks), dim3(threads), 4, i, u, f, mx, cas, exch), cudaSuccess);
+  ASSERT_EQ(emu::launch(atomics, dim3(blocks), dim3(threads), 4, i, u, f, mx, cas, exch),
+            cudaSuccess);
   EXPECT_EQ(run_and_copy(i, 1)[0], blocks * threads + blocks * threads * 1000);
   EXPECT_EQ(run_and_copy(u, 1)[0], 2u * blocks * threads);
   EXPECT_EQ(run_and_copy(f, 1)[0], 0.5f * blocks * threads);  // exact: multiples of 0.5 below 2^23
@@ -194,7 +197,8 @@ TEST(Determinism, ResultsDoNotDependOnHostThreads) {
   std::vector<std::vector<float>> results;
   for (int n : {1, 2, 3}) {
     emu::set_host_threads(n);
-    ASSERT_EQ(emu::launch(block_sum, dim3(blocks), dim3(threads), threads * 4, din, dout), cudaSuccess);
+    ASSERT_EQ(emu::launch(block_sum, dim3(blocks), dim3(threads), threads * 4, din, dout),
+              cudaSuccess);
     results.push_back(run_and_copy(dout, blocks));
   }
   emu::set_host_threads(0);

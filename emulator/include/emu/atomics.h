@@ -25,22 +25,34 @@ inline T atomic_update(T* address, F f) {
 }
 }  // namespace emu::detail
 
-#define EMU_ATOMIC_INT(T)                                                                  \
-  inline T atomicAdd(T* a, T v) { return __atomic_fetch_add(a, v, __ATOMIC_SEQ_CST); }    \
-  inline T atomicSub(T* a, T v) { return __atomic_fetch_sub(a, v, __ATOMIC_SEQ_CST); }    \
-  inline T atomicExch(T* a, T v) { return __atomic_exchange_n(a, v, __ATOMIC_SEQ_CST); }  \
-  inline T atomicAnd(T* a, T v) { return __atomic_fetch_and(a, v, __ATOMIC_SEQ_CST); }    \
-  inline T atomicOr(T* a, T v) { return __atomic_fetch_or(a, v, __ATOMIC_SEQ_CST); }      \
-  inline T atomicXor(T* a, T v) { return __atomic_fetch_xor(a, v, __ATOMIC_SEQ_CST); }    \
-  inline T atomicMax(T* a, T v) {                                                        \
-    return ::emu::detail::atomic_update(a, [v](T o) { return o > v ? o : v; });          \
-  }                                                                                      \
-  inline T atomicMin(T* a, T v) {                                                        \
-    return ::emu::detail::atomic_update(a, [v](T o) { return o < v ? o : v; });          \
-  }                                                                                      \
-  inline T atomicCAS(T* a, T compare, T v) {                                             \
+#define EMU_ATOMIC_INT(T)                                                                   \
+  inline T atomicAdd(T* a, T v) {                                                           \
+    return __atomic_fetch_add(a, v, __ATOMIC_SEQ_CST);                                      \
+  }                                                                                         \
+  inline T atomicSub(T* a, T v) {                                                           \
+    return __atomic_fetch_sub(a, v, __ATOMIC_SEQ_CST);                                      \
+  }                                                                                         \
+  inline T atomicExch(T* a, T v) {                                                          \
+    return __atomic_exchange_n(a, v, __ATOMIC_SEQ_CST);                                     \
+  }                                                                                         \
+  inline T atomicAnd(T* a, T v) {                                                           \
+    return __atomic_fetch_and(a, v, __ATOMIC_SEQ_CST);                                      \
+  }                                                                                         \
+  inline T atomicOr(T* a, T v) {                                                            \
+    return __atomic_fetch_or(a, v, __ATOMIC_SEQ_CST);                                       \
+  }                                                                                         \
+  inline T atomicXor(T* a, T v) {                                                           \
+    return __atomic_fetch_xor(a, v, __ATOMIC_SEQ_CST);                                      \
+  }                                                                                         \
+  inline T atomicMax(T* a, T v) {                                                           \
+    return ::emu::detail::atomic_update(a, [v](T o) { return o > v ? o : v; });             \
+  }                                                                                         \
+  inline T atomicMin(T* a, T v) {                                                           \
+    return ::emu::detail::atomic_update(a, [v](T o) { return o < v ? o : v; });             \
+  }                                                                                         \
+  inline T atomicCAS(T* a, T compare, T v) {                                                \
     __atomic_compare_exchange_n(a, &compare, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST); \
-    return compare;                                                                      \
+    return compare;                                                                         \
   }
 
 EMU_ATOMIC_INT(int)

@@ -24,7 +24,7 @@ struct Profile {
   int max_threads_per_block = 1024;
   std::array<int, 3> max_block_dim{1024, 1024, 64};
   std::array<long long, 3> max_grid_dim{2147483647LL, 65535, 65535};
-  long long shared_memory_per_block = 48 * 1024;  // usable without opt-in
+  long long shared_memory_per_block = 48 * 1024;        // usable without opt-in
   long long shared_memory_per_block_optin = 48 * 1024;  // cudaFuncSetAttribute ceiling
   long long shared_memory_per_multiprocessor = 64 * 1024;
   int max_threads_per_multiprocessor = 2048;

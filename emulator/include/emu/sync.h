@@ -46,9 +46,14 @@ inline std::uint64_t warp_vote(WarpOp op, std::uint64_t mask, int predicate, Sit
 }  // namespace emu::detail
 
 #define EMU_SITE_PARAMS const char *emu_file = __builtin_FILE(), int emu_line = __builtin_LINE()
-#define EMU_SITE ::emu::detail::Site{emu_file, emu_line}
+#define EMU_SITE        \
+  ::emu::detail::Site { \
+    emu_file, emu_line  \
+  }
 
-inline void __syncthreads(EMU_SITE_PARAMS) { ::emu::detail::barrier_arrive(EMU_SITE); }
+inline void __syncthreads(EMU_SITE_PARAMS) {
+  ::emu::detail::barrier_arrive(EMU_SITE);
+}
 
 inline void __syncwarp(unsigned long long mask = 0xffffffffull, EMU_SITE_PARAMS) {
   ::emu::detail::warp_vote(::emu::detail::WarpOp::syncwarp, mask, 0, EMU_SITE);
@@ -96,5 +101,9 @@ inline unsigned long long __activemask(EMU_SITE_PARAMS) {
   return ::emu::detail::warp_vote(::emu::detail::WarpOp::activemask, 0, 0, EMU_SITE);
 }
 
-inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
-inline void __threadfence_block() { std::atomic_thread_fence(std::memory_order_seq_cst); }
+inline void __threadfence() {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+}
+inline void __threadfence_block() {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+}

@@ -12,7 +12,15 @@ struct BlockRun;
 enum class Wait : std::uint8_t { running, barrier, warp_op, done };
 
 enum class WarpOp : std::uint8_t {
-  shfl_idx, shfl_up, shfl_down, shfl_xor, ballot, any, all, syncwarp, activemask
+  shfl_idx,
+  shfl_up,
+  shfl_down,
+  shfl_xor,
+  ballot,
+  any,
+  all,
+  syncwarp,
+  activemask
 };
 
 struct Site {

@@ -2,21 +2,27 @@
 #pragma once
 #include <cstdint>
 
-#define EMU_VEC2(T, N, A)         \
-  struct alignas(A) N##2 {        \
-    T x, y;                       \
-  };                              \
-  inline N##2 make_##N##2(T x, T y) { return N##2{x, y}; }
-#define EMU_VEC3(T, N)           \
-  struct N##3 {                  \
-    T x, y, z;                   \
-  };                             \
-  inline N##3 make_##N##3(T x, T y, T z) { return N##3{x, y, z}; }
-#define EMU_VEC4(T, N, A)                                                       \
-  struct alignas(A) N##4 {                                                      \
-    T x, y, z, w;                                                               \
-  };                                                                            \
-  inline N##4 make_##N##4(T x, T y, T z, T w) { return N##4{x, y, z, w}; }
+#define EMU_VEC2(T, N, A)             \
+  struct alignas(A) N##2 {            \
+    T x, y;                           \
+  };                                  \
+  inline N##2 make_##N##2(T x, T y) { \
+    return N##2 {x, y};               \
+  }
+#define EMU_VEC3(T, N)                     \
+  struct N##3 {                            \
+    T x, y, z;                             \
+  };                                       \
+  inline N##3 make_##N##3(T x, T y, T z) { \
+    return N##3 {x, y, z};                 \
+  }
+#define EMU_VEC4(T, N, A)                       \
+  struct alignas(A) N##4 {                      \
+    T x, y, z, w;                               \
+  };                                            \
+  inline N##4 make_##N##4(T x, T y, T z, T w) { \
+    return N##4 {x, y, z, w};                   \
+  }
 
 EMU_VEC2(float, float, 8)
 EMU_VEC3(float, float)
@@ -46,7 +52,8 @@ EMU_VEC2(unsigned long long, ulonglong, 16)
 
 struct dim3 {
   unsigned int x, y, z;
-  constexpr dim3(unsigned int vx = 1, unsigned int vy = 1, unsigned int vz = 1) : x(vx), y(vy), z(vz) {}
+  constexpr dim3(unsigned int vx = 1, unsigned int vy = 1, unsigned int vz = 1)
+      : x(vx), y(vy), z(vz) {}
   constexpr dim3(uint3 v) : x(v.x), y(v.y), z(v.z) {}
   constexpr operator uint3() const { return uint3{x, y, z}; }
 };

@@ -5,7 +5,8 @@
 
 __global__ void warp_sum(const int* in, int* out) {
   int v = in[threadIdx.x];
-  for (int offset = warpSize / 2; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffff, v, offset);
+  for (int offset = warpSize / 2; offset > 0; offset /= 2)
+    v += __shfl_xor_sync(0xffffffff, v, offset);
   if (threadIdx.x % warpSize == 0) out[threadIdx.x / warpSize] = v;
 }
 
@@ -45,7 +46,8 @@ int main() {
   std::printf("bi-v100, 200 KB: %s\n", cudaGetErrorString(e));
   if (e == cudaSuccess) return 1;
   emu::use_profile("h200");
-  cudaFuncSetAttribute(big_shared, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
+  cudaFuncSetAttribute(big_shared, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                       static_cast<int>(bytes));
   e = emu::launch(big_shared, dim3(1), dim3(51), bytes, out);
   std::printf("h200, 200 KB after cudaFuncSetAttribute: %s\n", cudaGetErrorString(e));
   return e == cudaSuccess ? 0 : 1;
