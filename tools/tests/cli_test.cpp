@@ -1,0 +1,487 @@
+// `pagedattn` end to end, run as a user runs it: generated replay folders on bi-v100,
+// outputs against a double-precision reference, V1's shared-memory refusal, one named
+// error per validation rule with nothing written, usage errors and `limits`.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <regex>
+#include <sstream>
+
+#include "pagedattn/resources.h"
+#include "replay_writer.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using tools_test::Replay;
+using tools_test::ReplaySpec;
+
+struct Result {
+  int code = -1;
+  std::string out, err;
+};
+
+fs::path temp_dir() {
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  fs::path p = fs::temp_directory_path() / ("pagedattn_cli_" + std::to_string(::getpid()) + "_" +
+                                            info->test_suite_name() + "_" + info->name());
+  fs::remove_all(p);
+  fs::create_directories(p);
+  return p;
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+Result run_cli(const std::string& args, const fs::path& scratch) {
+  const fs::path o = scratch / "stdout.txt", e = scratch / "stderr.txt";
+  const std::string cmd =
+      std::string(PAGEDATTN_CLI) + " " + args + " >" + o.string() + " 2>" + e.string();
+  const int status = std::system(cmd.c_str());
+  Result r;
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = slurp(o);
+  r.err = slurp(e);
+  return r;
+}
+
+bool empty_or_missing(const fs::path& dir) {
+  return !fs::exists(dir) || fs::is_empty(dir);
+}
+
+// Tolerance, per output element, from the unit roundoffs: u = 2^-24 for the fp32 the
+// kernel computes in, u_out for the output dtype (2^-24 f32, 2^-11 f16, 2^-8 bf16).
+// Inputs are exactly representable, so the reference sees the same values. The output
+// is a convex combination of values, |out| <= max|v|, and
+//  - rounding it to the output dtype costs u_out * max|v|;
+//  - an error delta in the logits moves sum_i p_i v_i by at most 2 * max|delta| * max|v|
+//    (dp_i = p_i (delta_i - sum_j p_j delta_j)). A fp32 dot product of D terms errs by
+//    at most ~D u sum|q_i k_i| (then times scale), the ALiBi term by ~2 u |slope L|, and
+//    __expf's relative error (at most 2 + 1.173 |x| ulp, |x| <= the logit spread 2 * Lg)
+//    acts like a logit error of that many u;
+//  - the sums over L tokens (softmax denominator, P.V) and the partition merge add a
+//    relative ~(L + 64) u.
+// So tol = max|v| * (u_out + u * (2 * (D + 2) * scale * sum|qk| + 4 |slope| L
+//                                 + 2 * (2 + 2.35 Lg) + L + 64)), doubled as a safety factor
+// for the first-order analysis.
+double tolerance(const Replay& r, double scale, int s, int h, double u_out) {
+  const ReplaySpec& sp = r.spec;
+  const int D = sp.head_size, KVH = sp.num_kv_heads, L = sp.seq_lens[s];
+  const int kvh = h / (sp.num_heads / KVH);
+  double max_v = 0, max_qk = 0;
+  for (int t = 0; t < L; ++t) {
+    double qk = 0;
+    for (int d = 0; d < D; ++d) {
+      const std::size_t i = ((static_cast<std::size_t>(s) * r.max_len + t) * KVH + kvh) * D + d;
+      qk += std::fabs(r.q[(static_cast<std::size_t>(s) * sp.num_heads + h) * D + d] * r.k[i]);
+      max_v = std::max(max_v, std::fabs(r.v[i]));
+    }
+    max_qk = std::max(max_qk, qk);
+  }
+  const double slope = sp.alibi ? std::fabs(r.alibi[h]) : 0.0;
+  const double logit_bound = scale * max_qk + slope * L;
+  const double u = std::ldexp(1.0, -24);
+  return 2 * max_v *
+         (u_out + u * (2 * (D + 2) * scale * max_qk + 4 * slope * L + 2 * (2 + 2.35 * logit_bound) +
+                       L + 64));
+}
+
+double unit_roundoff(const std::string& scalar) {
+  return scalar == "f32"   ? std::ldexp(1.0, -24)
+         : scalar == "f16" ? std::ldexp(1.0, -11)
+                           : std::ldexp(1.0, -8);
+}
+
+void expect_matches_reference(const Replay& r, const fs::path& file, double scale) {
+  const npy::Array a = npy::load(file.string());
+  const int S = static_cast<int>(r.spec.seq_lens.size()), H = r.spec.num_heads,
+            D = r.spec.head_size;
+  ASSERT_EQ(a.shape, (std::vector<std::int64_t>{S, H, D}));
+  ASSERT_EQ(a.descr, r.files.at("query").descr);
+  const std::vector<double> got = tools_test::decode(a),
+                            want = tools_test::reference_output(r, scale);
+  int bad = 0;
+  for (int s = 0; s < S; ++s) {
+    for (int h = 0; h < H; ++h) {
+      const double tol = tolerance(r, scale, s, h, unit_roundoff(r.spec.scalar));
+      for (int d = 0; d < D; ++d) {
+        const std::size_t i = (static_cast<std::size_t>(s) * H + h) * D + d;
+        if (!(std::fabs(got[i] - want[i]) <= tol) && bad++ < 5) {
+          ADD_FAILURE() << file << " [" << s << ", " << h << ", " << d << "]: got " << got[i]
+                        << ", reference " << want[i] << ", tolerance " << tol;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(bad, 0);
+}
+
+class RunEndToEnd : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {};
+
+TEST_P(RunEndToEnd, MatchesDoubleReferenceOnBiV100) {
+  const auto [scalar, cache] = GetParam();
+  const fs::path dir = temp_dir();
+  ReplaySpec spec;
+  spec.scalar = scalar;
+  spec.cache = cache;
+  spec.kv_scale = cache == "auto" ? 1.0 : 0.5;
+  const Replay r = tools_test::make_replay(spec);
+  tools_test::write_replay(r, (dir / "in").string());
+  std::string flags = " --kernel both --partition-size 64";
+  if (scalar == "bf16") flags += " --bf16";
+  if (cache != "auto") flags += " --kv-cache-dtype " + cache + " --k-scale 0.5 --v-scale 0.5";
+  const Result res =
+      run_cli("run " + (dir / "in").string() + " --out " + (dir / "out").string() + flags, dir);
+  ASSERT_EQ(res.code, 0) << res.err;
+  const double scale = 1.0 / std::sqrt(64.0);
+  expect_matches_reference(r, dir / "out" / "out_v2.npy", scale);
+  expect_matches_reference(r, dir / "out" / "out_v1.npy", scale);
+  // V2's partition states: [num_seqs, num_heads, ceil(150 / 64) = 3] in fp32.
+  for (const char* name : {"exp_sums", "max_logits"}) {
+    const npy::Array a = npy::load((dir / "out" / (std::string(name) + ".npy")).string());
+    EXPECT_EQ(a.descr, "<f4");
+    EXPECT_EQ(a.shape, (std::vector<std::int64_t>{3, 4, 3}));
+  }
+  const npy::Array tmp = npy::load((dir / "out" / "tmp_out.npy").string());
+  EXPECT_EQ(tmp.shape, (std::vector<std::int64_t>{3, 4, 3, 64}));
+  fs::remove_all(dir);
+}
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, RunEndToEnd,
+                         ::testing::Values(std::tuple{"f32", "auto"}, std::tuple{"f16", "auto"},
+                                           std::tuple{"bf16", "auto"},
+                                           std::tuple{"f16", "fp8_e4m3"},
+                                           std::tuple{"f32", "fp8_e5m2"}),
+                         [](const auto& info) {
+                           return std::get<0>(info.param) + "_" + std::get<1>(info.param);
+                         });
+
+TEST(Run, ScaleFlagIsUsed) {
+  const fs::path dir = temp_dir();
+  ReplaySpec spec;
+  spec.seq_lens = {40};
+  spec.alibi = false;
+  const Replay r = tools_test::make_replay(spec);
+  tools_test::write_replay(r, (dir / "in").string());
+  const Result res = run_cli("run " + (dir / "in").string() + " --out " + (dir / "out").string() +
+                                 " --kernel v2 --scale 0.3",
+                             dir);
+  ASSERT_EQ(res.code, 0) << res.err;
+  expect_matches_reference(r, dir / "out" / "out_v2.npy", 0.3);
+  EXPECT_FALSE(fs::exists(dir / "out" / "out_v1.npy"));
+  fs::remove_all(dir);
+}
+
+// A padded batch: a sequence of length 0 yields a zero row from both kernels.
+TEST(Run, EmptySequenceInTheBatch) {
+  const fs::path dir = temp_dir();
+  ReplaySpec spec;
+  spec.seq_lens = {0, 40, 0};
+  const Replay r = tools_test::make_replay(spec);
+  tools_test::write_replay(r, (dir / "in").string());
+  const Result res =
+      run_cli("run " + (dir / "in").string() + " --out " + (dir / "out").string(), dir);
+  ASSERT_EQ(res.code, 0) << res.err;
+  expect_matches_reference(r, dir / "out" / "out_v1.npy", 1.0 / 8);
+  expect_matches_reference(r, dir / "out" / "out_v2.npy", 1.0 / 8);
+
+  // Only empty sequences: max_seq_len 0, so V2 has no partitions at all.
+  spec.seq_lens = {0, 0};
+  const Replay empty = tools_test::make_replay(spec);
+  fs::remove_all(dir / "in");
+  tools_test::write_replay(empty, (dir / "in").string());
+  const Result res0 =
+      run_cli("run " + (dir / "in").string() + " --out " + (dir / "out").string(), dir);
+  ASSERT_EQ(res0.code, 0) << res0.err;
+  expect_matches_reference(empty, dir / "out" / "out_v1.npy", 1.0 / 8);
+  expect_matches_reference(empty, dir / "out" / "out_v2.npy", 1.0 / 8);
+  EXPECT_EQ(npy::load((dir / "out" / "exp_sums.npy").string()).shape,
+            (std::vector<std::int64_t>{2, 4, 0}));
+  fs::remove_all(dir);
+}
+
+TEST(Run, V1RefusesTooLongSequenceOnBiV100AndV2StillWrites) {
+  const fs::path dir = temp_dir();
+  ReplaySpec spec;
+  spec.num_heads = 1;
+  spec.num_kv_heads = 1;
+  spec.head_size = 32;
+  spec.alibi = false;
+  // One block past the longest sequence V1 fits in bi-v100's 48 KB (warp 64).
+  const int longest = static_cast<int>(pagedattn::v1_max_seq_len(64, 32, 16, 48 * 1024));
+  ASSERT_GT(longest, 0);
+  spec.seq_lens = {longest + 16};
+  const Replay r = tools_test::make_replay(spec);
+  tools_test::write_replay(r, (dir / "in").string());
+  const std::string base = "run " + (dir / "in").string() + " --out " + (dir / "out").string();
+
+  Result res = run_cli(base + " --kernel v1", dir);
+  EXPECT_EQ(res.code, 1);
+  EXPECT_NE(res.err.find("shared memory"), std::string::npos) << res.err;
+  EXPECT_TRUE(empty_or_missing(dir / "out"));
+
+  res = run_cli(base + " --kernel both --partition-size 4096", dir);
+  EXPECT_EQ(res.code, 1);
+  EXPECT_NE(res.err.find("shared memory"), std::string::npos) << res.err;
+  EXPECT_FALSE(fs::exists(dir / "out" / "out_v1.npy"));
+  ASSERT_TRUE(fs::exists(dir / "out" / "out_v2.npy"));
+  expect_matches_reference(r, dir / "out" / "out_v2.npy", 1.0 / std::sqrt(32.0));
+  fs::remove_all(dir);
+}
+
+// One rule of the contract broken per case: the error names the file and the rule, the
+// exit code is 1 and the output folder is not even created.
+struct Rule {
+  std::string name;
+  std::function<void(Replay&)> mutate;
+  std::string file;  // expected in the message
+  std::string rule;  // expected in the message
+  std::string flags = "";
+};
+
+npy::Array with_shape(npy::Array a, std::vector<std::int64_t> shape) {
+  a.shape = std::move(shape);
+  std::int64_t n = 1;
+  for (auto d : a.shape) n *= d;
+  a.data.resize(static_cast<std::size_t>(n) * a.itemsize());
+  return a;
+}
+
+TEST(Run, EachValidationRuleNamesTheFileAndWritesNothing) {
+  const fs::path dir = temp_dir();
+  ReplaySpec spec;
+  spec.seq_lens = {20, 33};
+  const Replay good = tools_test::make_replay(spec);
+  const std::vector<Rule> rules = {
+      {"missing query", [](Replay& r) { r.files.erase("query"); }, "query.npy", "missing"},
+      {"query float64",
+       [](Replay& r) {
+         r.files["query"].descr = "<f8";
+         r.files["query"] = with_shape(r.files["query"], {2, 4, 64});
+       },
+       "query.npy", "dtype"},
+      {"bf16 bits without flag",
+       [](Replay& r) {
+         r.files["query"] = with_shape(
+             [&] {
+               auto a = r.files["query"];
+               a.descr = "<u2";
+               return a;
+             }(),
+             {2, 4, 64});
+       },
+       "query.npy", "--bf16"},
+      {"query 2-D",
+       [](Replay& r) {
+         r.files["query"] = with_shape(r.files["query"], {8, 64});
+       },
+       "query.npy", "3 dimensions"},
+      {"head size",
+       [](Replay& r) {
+         r.files["query"] = with_shape(r.files["query"], {2, 4, 48});
+       },
+       "query.npy", "head_size"},
+      {"cache dtype",
+       [](Replay& r) {
+         auto& a = r.files["key_cache"];
+         a.descr = "<f2";
+         a = with_shape(a, a.shape);
+       },
+       "key_cache.npy", "the query's dtype"},
+      {"cache x",
+       [](Replay& r) {
+         auto& a = r.files["key_cache"];
+         a = with_shape(a, {a.shape[0], 2, 8, 16, 8});
+       },
+       "key_cache.npy", "x = 16"},
+      {"block size",
+       [](Replay& r) {
+         auto& a = r.files["key_cache"];
+         a = with_shape(a, {a.shape[0], 2, 16, 12, 4});
+       },
+       "key_cache.npy", "block_size"},
+      {"kv heads",
+       [](Replay& r) {
+         auto& a = r.files["key_cache"];
+         a = with_shape(a, {a.shape[0], 3, 16, 16, 4});
+       },
+       "key_cache.npy", "num_kv_heads"},
+      {"value blocks",
+       [](Replay& r) {
+         auto& a = r.files["value_cache"];
+         a = with_shape(a, {a.shape[0] + 1, 2, 64, 16});
+       },
+       "value_cache.npy", "num_blocks"},
+      {"value dtype",
+       [](Replay& r) {
+         auto& a = r.files["value_cache"];
+         a.descr = "<f2";
+         a = with_shape(a, a.shape);
+       },
+       "value_cache.npy", "dtype"},
+      {"table dtype",
+       [](Replay& r) {
+         auto& a = r.files["block_tables"];
+         a.descr = "<i8";
+         a = with_shape(a, a.shape);
+       },
+       "block_tables.npy", "dtype"},
+      {"table rows",
+       [](Replay& r) {
+         auto& a = r.files["block_tables"];
+         a = with_shape(a, {3, a.shape[1]});
+       },
+       "block_tables.npy", "num_seqs"},
+      {"block id", [](Replay& r) { r.files["block_tables"].as<std::int32_t>()[0] = 1000; },
+       "block_tables.npy", "num_blocks"},
+      {"negative id", [](Replay& r) { r.files["block_tables"].as<std::int32_t>()[0] = -1; },
+       "block_tables.npy", "[0, num_blocks"},
+      {"lens dtype",
+       [](Replay& r) {
+         auto& a = r.files["seq_lens"];
+         a.descr = "<u4";
+       },
+       "seq_lens.npy", "dtype"},
+      {"lens count",
+       [](Replay& r) {
+         auto& a = r.files["seq_lens"];
+         a = with_shape(a, {3});
+       },
+       "seq_lens.npy", "num_seqs"},
+      {"negative len", [](Replay& r) { r.files["seq_lens"].as<std::int32_t>()[1] = -5; },
+       "seq_lens.npy", ">= 0"},
+      {"len past table", [](Replay& r) { r.files["seq_lens"].as<std::int32_t>()[1] = 1000; },
+       "seq_lens.npy", "max_blocks_per_seq"},
+      {"alibi shape",
+       [](Replay& r) {
+         auto& a = r.files["alibi_slopes"];
+         a = with_shape(a, {3});
+       },
+       "alibi_slopes.npy", "num_heads"},
+      {"alibi nan", [](Replay& r) { r.files["alibi_slopes"].as<float>()[2] = NAN; },
+       "alibi_slopes.npy", "finite"},
+      {"alibi dtype",
+       [](Replay& r) {
+         auto& a = r.files["alibi_slopes"];
+         a.descr = "<i4";
+       },
+       "alibi_slopes.npy", "dtype"},
+      {"fp8 flag, float cache", [](Replay&) {}, "key_cache.npy", "'|u1'",
+       " --kv-cache-dtype fp8_e4m3"},
+      {"bf16 flag, float query", [](Replay&) {}, "query.npy", "'<u2'", " --bf16"},
+  };
+  for (const Rule& rule : rules) {
+    Replay r = good;
+    rule.mutate(r);
+    const fs::path in = dir / "in", out = dir / "out";
+    fs::remove_all(in);
+    tools_test::write_replay(r, in.string());
+    const Result res = run_cli("run " + in.string() + " --out " + out.string() + rule.flags, dir);
+    EXPECT_EQ(res.code, 1) << rule.name << ": " << res.err;
+    EXPECT_NE(res.err.find((in / rule.file).string()), std::string::npos)
+        << rule.name << ": " << res.err;
+    EXPECT_NE(res.err.find(rule.rule), std::string::npos) << rule.name << ": " << res.err;
+    EXPECT_TRUE(empty_or_missing(out)) << rule.name;
+  }
+
+  // Files that are not valid .npy: named too.
+  auto write_raw = [&](const std::string& name, const std::string& bytes) {
+    std::ofstream(dir / "in" / name, std::ios::binary) << bytes;
+  };
+  const std::vector<std::pair<std::string, std::string>> raw = {
+      {"value_cache.npy", "not an npy file"}, {"query.npy", std::string("\x93NUMPY\x01\x00", 8)}};
+  for (const auto& [name, bytes] : raw) {
+    fs::remove_all(dir / "in");
+    tools_test::write_replay(good, (dir / "in").string());
+    write_raw(name, bytes);
+    const Result res =
+        run_cli("run " + (dir / "in").string() + " --out " + (dir / "out").string(), dir);
+    EXPECT_EQ(res.code, 1) << res.err;
+    EXPECT_NE(res.err.find((dir / "in" / name).string()), std::string::npos) << res.err;
+    EXPECT_TRUE(empty_or_missing(dir / "out"));
+  }
+  // fortran_order True.
+  {
+    fs::remove_all(dir / "in");
+    tools_test::write_replay(good, (dir / "in").string());
+    std::vector<unsigned char> b = npy::serialize(good.files.at("seq_lens"));
+    std::string s(b.begin(), b.end());
+    s.replace(s.find("False"), 5, "True ");
+    write_raw("seq_lens.npy", s);
+    const Result res =
+        run_cli("run " + (dir / "in").string() + " --out " + (dir / "out").string(), dir);
+    EXPECT_EQ(res.code, 1);
+    EXPECT_NE(res.err.find("seq_lens.npy: fortran_order"), std::string::npos) << res.err;
+    EXPECT_TRUE(empty_or_missing(dir / "out"));
+  }
+  fs::remove_all(dir);
+}
+
+TEST(Usage, ErrorsNameTheFlagAndExitTwo) {
+  const fs::path dir = temp_dir();
+  ReplaySpec spec;
+  spec.seq_lens = {20};
+  tools_test::write_replay(tools_test::make_replay(spec), (dir / "in").string());
+  const std::string base = "run " + (dir / "in").string() + " --out " + (dir / "out").string();
+  const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
+      {base + " --frobnicate 1", {"--frobnicate", "--kernel"}},
+      {base + " --kernel v3", {"--kernel", "{v1, v2, both}"}},
+      {base + " --profile nosuch", {"--profile", "bi-v100", "h200"}},
+      {base + " --kv-cache-dtype int8", {"--kv-cache-dtype", "fp8_e4m3"}},
+      {base + " --scale abc", {"--scale", "finite"}},
+      {base + " --k-scale -1", {"--k-scale", "> 0"}},
+      {base + " --partition-size 100", {"--partition-size", "multiple of block_size"}},
+      {base + " --partition-size 8192", {"--partition-size", "4096"}},
+      {base + " --kernel", {"--kernel", "needs a value"}},
+      {"run " + (dir / "in").string(), {"--out"}},
+      {"run --out " + (dir / "out").string(), {"DIR"}},
+      {"limits --head-size 50", {"--head-size", "{32, 64"}},
+      {"limits --block-size 64", {"--block-size", "{8, 16, 32}"}},
+      {"frob", {"unknown command"}},
+  };
+  for (const auto& [args, want] : cases) {
+    const Result res = run_cli(args, dir);
+    EXPECT_EQ(res.code, 2) << args << ": " << res.err;
+    for (const std::string& w : want)
+      EXPECT_NE(res.err.find(w), std::string::npos) << args << ": " << res.err;
+    EXPECT_TRUE(empty_or_missing(dir / "out")) << args;
+  }
+  for (const char* args : {"--help", "run --help", "limits --help"}) {
+    const Result res = run_cli(args, dir);
+    EXPECT_EQ(res.code, 0) << args;
+    EXPECT_NE(res.out.find("usage: pagedattn"), std::string::npos) << args;
+  }
+  fs::remove_all(dir);
+}
+
+long long longest_v1(const std::string& out) {
+  std::smatch m;
+  if (!std::regex_search(out, m, std::regex("longest V1 sequence: ([0-9]+) tokens"))) return -1;
+  return std::stoll(m[1]);
+}
+
+TEST(Limits, LongestV1SequenceGrowsFromBiV100ToH200) {
+  const fs::path dir = temp_dir();
+  const Result bi = run_cli("limits --profile bi-v100", dir);
+  ASSERT_EQ(bi.code, 0) << bi.err;
+  EXPECT_EQ(longest_v1(bi.out), pagedattn::v1_max_seq_len(64, 128, 16, 48 * 1024)) << bi.out;
+  for (const char* k : {"paged_attention_v1", "paged_attention_v2", "paged_attention_v2_reduce",
+                        "128 threads per block", "grid (num_heads, num_seqs"}) {
+    EXPECT_NE(bi.out.find(k), std::string::npos) << k << "\n" << bi.out;
+  }
+  const Result h200 = run_cli("limits --profile h200 --head-size 64 --block-size 32", dir);
+  ASSERT_EQ(h200.code, 0) << h200.err;
+  EXPECT_GT(longest_v1(h200.out), longest_v1(bi.out)) << h200.out;
+  fs::remove_all(dir);
+}
+
+}  // namespace
