@@ -1,0 +1,65 @@
+// The host API: vLLM's paged_attention_v1 / _v2 with vLLM's argument order, tensors as
+// TensorViews, then where to run (Backend) and how (Options). Every entry validates its
+// arguments first (pagedattn::Error, nothing written) and throws pagedattn::LaunchError
+// when the device refuses the launch.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <utility>
+#include "pagedattn/params.h"
+#include "pagedattn/tensor_view.h"
+#include "pagedattn/validate.h"
+
+namespace pagedattn {
+
+struct Backend {
+  enum class Kind { emulator, cuda };
+  Kind kind = Kind::emulator;
+  std::string profile;     // emulator: device profile ("bi-v100", "h200", ...); "" = current
+  void* stream = nullptr;  // cuda: a cudaStream_t
+
+  static Backend emulator(std::string profile_name = "") {
+    return Backend{Kind::emulator, std::move(profile_name), nullptr};
+  }
+  static Backend cuda(void* cuda_stream = nullptr) { return Backend{Kind::cuda, "", cuda_stream}; }
+};
+
+// True when this library was built with the CUDA backend (link pagedattn::kernels_cuda).
+bool has_cuda_backend();
+
+// out[s, h, :] = softmax(scale * q . K + alibi) V, one partition per (sequence, head).
+void paged_attention_v1(const TensorView& out, const TensorView& query, const TensorView& key_cache,
+                        const TensorView& value_cache, std::int64_t num_kv_heads, double scale,
+                        const TensorView& block_tables, const TensorView& seq_lens,
+                        std::int64_t block_size, std::int64_t max_seq_len,
+                        const TensorView& alibi_slopes, const std::string& kv_cache_dtype,
+                        double k_scale, double v_scale, std::int64_t tp_rank,
+                        std::int64_t blocksparse_local_blocks, std::int64_t blocksparse_vert_stride,
+                        std::int64_t blocksparse_block_size,
+                        std::int64_t blocksparse_head_sliding_step, const Backend& backend,
+                        const Options& options = {});
+
+// Partitioned: per partition p, max_logits = m_p, exp_sums = s_p, tmp_out = the
+// partition's normalized output (f32 under Numerics::exact_fp32, else the output dtype);
+// empty partitions get (-inf, 0, 0). Then the reduce writes out.
+void paged_attention_v2(const TensorView& out, const TensorView& exp_sums,
+                        const TensorView& max_logits, const TensorView& tmp_out,
+                        const TensorView& query, const TensorView& key_cache,
+                        const TensorView& value_cache, std::int64_t num_kv_heads, double scale,
+                        const TensorView& block_tables, const TensorView& seq_lens,
+                        std::int64_t block_size, std::int64_t max_seq_len,
+                        const TensorView& alibi_slopes, const std::string& kv_cache_dtype,
+                        double k_scale, double v_scale, std::int64_t tp_rank,
+                        std::int64_t blocksparse_local_blocks, std::int64_t blocksparse_vert_stride,
+                        std::int64_t blocksparse_block_size,
+                        std::int64_t blocksparse_head_sliding_step, const Backend& backend,
+                        const Options& options = {});
+
+// V2's reduce alone: merges the partition states (exp_sums, max_logits, tmp_out) of each
+// (sequence, head) into out. Streams over partitions: no length cap.
+void paged_attention_reduce(const TensorView& out, const TensorView& exp_sums,
+                            const TensorView& max_logits, const TensorView& tmp_out,
+                            const TensorView& seq_lens, std::int64_t max_seq_len,
+                            const Backend& backend, const Options& options = {});
+
+}  // namespace pagedattn

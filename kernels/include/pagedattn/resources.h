@@ -1,0 +1,98 @@
+// What each kernel asks of the device: threads, grid, dynamic shared memory, and the
+// longest sequence V1 fits in a shared-memory limit. The kernels carve their shared memory
+// with the same layout functions, so the numbers printed by `pagedattn limits` are the
+// numbers launched.
+#pragma once
+#include <cstdint>
+#include "pagedattn/host_device.h"
+
+namespace pagedattn {
+
+inline constexpr int kThreadsPerBlock = 128;
+
+PAGEDATTN_HD constexpr std::int64_t round_up(std::int64_t v, std::int64_t m) {
+  return (v + m - 1) / m * m;
+}
+PAGEDATTN_HD constexpr std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
+  return (a + b - 1) / b;
+}
+PAGEDATTN_HD constexpr int num_warps(int warp_size) {
+  return kThreadsPerBlock / warp_size;
+}
+
+// Attention kernel (V1 and V2 share it) dynamic shared memory, in floats:
+//   [red]    2 * num_warps slots for the block max and block exp-sum, padded to 16 bytes
+//   [q]      the query row in fp32, padded to 16 bytes
+//   [logits] one float per token of the partition (logits, then exps); after the
+//            softmax it is reused for the P.V cross-warp scratch, (num_warps - 1) rows.
+PAGEDATTN_HD constexpr std::int64_t attn_red_floats(int warp_size) {
+  return round_up(2 * num_warps(warp_size), 4);
+}
+PAGEDATTN_HD constexpr std::int64_t attn_q_offset(int warp_size) {
+  return attn_red_floats(warp_size);
+}
+PAGEDATTN_HD constexpr std::int64_t attn_logits_offset(int warp_size, int head_size) {
+  return attn_q_offset(warp_size) + round_up(head_size, 4);
+}
+PAGEDATTN_HD constexpr std::int64_t attn_logits_floats(int warp_size, int head_size,
+                                                       std::int64_t partition_tokens) {
+  return partition_tokens > std::int64_t(num_warps(warp_size) - 1) * head_size
+             ? partition_tokens
+             : std::int64_t(num_warps(warp_size) - 1) * head_size;
+}
+PAGEDATTN_HD constexpr std::int64_t attention_smem_bytes(int warp_size, int head_size,
+                                                         std::int64_t partition_tokens) {
+  return 4 * (attn_logits_offset(warp_size, head_size) +
+              attn_logits_floats(warp_size, head_size, partition_tokens));
+}
+
+// Reduce kernel: [red] num_warps slots (padded) + one weight per thread: it streams over
+// partitions kThreadsPerBlock at a time, so its need does not grow with the sequence.
+PAGEDATTN_HD constexpr std::int64_t reduce_red_floats(int warp_size) {
+  return round_up(num_warps(warp_size), 4);
+}
+PAGEDATTN_HD constexpr std::int64_t reduce_smem_bytes(int warp_size) {
+  return 4 * (reduce_red_floats(warp_size) + kThreadsPerBlock);
+}
+
+// V1 is one partition spanning the whole (block-rounded) sequence.
+PAGEDATTN_HD constexpr std::int64_t v1_partition_tokens(int block_size, std::int64_t max_seq_len) {
+  return max_seq_len > 0 ? round_up(max_seq_len, block_size) : block_size;
+}
+PAGEDATTN_HD constexpr std::int64_t max_num_partitions(std::int64_t max_seq_len,
+                                                       int partition_size) {
+  return ceil_div(max_seq_len, partition_size);
+}
+
+struct Dim3 {
+  unsigned x = 1, y = 1, z = 1;
+};
+
+struct LaunchResources {
+  const char* kernel =
+      "";  // "paged_attention_v1", "paged_attention_v2", "paged_attention_v2_reduce"
+  Dim3 grid;
+  int threads_per_block = kThreadsPerBlock;
+  std::int64_t dynamic_smem_bytes = 0;
+};
+
+LaunchResources v1_resources(int warp_size, int num_seqs, int num_heads, int head_size,
+                             int block_size, std::int64_t max_seq_len);
+// V2's partition kernel; grid z is max_num_partitions (0 partitions: nothing to launch).
+LaunchResources v2_resources(int warp_size, int num_seqs, int num_heads, int head_size,
+                             std::int64_t max_seq_len, int partition_size);
+LaunchResources reduce_resources(int warp_size, int num_seqs, int num_heads);
+
+// The longest max_seq_len whose V1 launch fits `smem_limit_bytes` of dynamic shared
+// memory (0 if even one token does not fit).
+std::int64_t v1_max_seq_len(int warp_size, int head_size, int block_size,
+                            std::int64_t smem_limit_bytes);
+
+// vLLM's own V1 request, for comparison: max(round_up(L, block) * 4, (warps / 2) * head * 4).
+std::int64_t vllm_v1_smem_bytes(int warp_size, int head_size, int block_size,
+                                std::int64_t max_seq_len);
+
+// Dynamic shared memory a launch may use without cudaFuncSetAttribute opt-in.
+inline constexpr std::int64_t kSmemWithoutOptIn = 48 * 1024;
+
+}  // namespace pagedattn

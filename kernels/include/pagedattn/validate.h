@@ -1,0 +1,53 @@
+// Validation at every entry. Each rule that fails throws pagedattn::Error whose message
+// names the argument, what it got and the allowed values; it runs before any launch, so
+// nothing is written on error.
+#pragma once
+#include <stdexcept>
+#include <string>
+#include "pagedattn/params.h"
+#include "pagedattn/tensor_view.h"
+
+namespace pagedattn {
+
+struct Error : std::invalid_argument {
+  using std::invalid_argument::invalid_argument;
+};
+
+// A launch the device refused (e.g. V1 asking more shared memory than the device allows);
+// the message names the resource, what was asked and what is allowed.
+struct LaunchError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+inline constexpr int kHeadSizes[] = {32, 64, 80, 96, 112, 120, 128, 192, 256};
+inline constexpr int kBlockSizes[] = {8, 16, 32};
+inline constexpr int kMinPartitionSize = 64;
+inline constexpr int kMaxPartitionSize = 4096;
+inline constexpr std::int64_t kMaxGridYZ = 65535;  // CUDA's (and BI-V100's) grid y/z limit
+
+// Shape, dtype and scalar rules of V1 (exp_sums, max_logits, tmp_out undefined) or V2.
+// Reads no tensor data.
+AttentionParams validate_attention(
+    Kernel kernel, const TensorView& out, const TensorView& exp_sums, const TensorView& max_logits,
+    const TensorView& tmp_out, const TensorView& query, const TensorView& key_cache,
+    const TensorView& value_cache, std::int64_t num_kv_heads, double scale,
+    const TensorView& block_tables, const TensorView& seq_lens, std::int64_t block_size,
+    std::int64_t max_seq_len, const TensorView& alibi_slopes, const std::string& kv_cache_dtype,
+    double k_scale, double v_scale, std::int64_t tp_rank, std::int64_t blocksparse_local_blocks,
+    std::int64_t blocksparse_vert_stride, std::int64_t blocksparse_block_size,
+    std::int64_t blocksparse_head_sliding_step, const Options& options);
+
+// Shape rules of the V2 reduce on its own.
+AttentionParams validate_reduce(const TensorView& out, const TensorView& exp_sums,
+                                const TensorView& max_logits, const TensorView& tmp_out,
+                                const TensorView& seq_lens, std::int64_t max_seq_len,
+                                const Options& options);
+
+// Data rules, given host copies of seq_lens [num_seqs] and (may be null for the reduce)
+// block_tables [num_seqs][block_table_stride]: 0 <= seq_len <= max_seq_len, seq_len fits
+// the block table (and, for the reduce, the partitions), every used block id is in
+// [0, num_blocks). Entries past a sequence's last block are never read, so never checked.
+void validate_indices(const AttentionParams& p, const std::int32_t* host_block_tables,
+                      const std::int32_t* host_seq_lens);
+
+}  // namespace pagedattn

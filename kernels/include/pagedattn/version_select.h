@@ -1,0 +1,46 @@
+// Choosing V1 or V2 per call from the device's facts rather than from constants tuned
+// for one GPU.
+//
+// vLLM's rule (vllm/attention/ops/paged_attn.py): V1 when max_seq_len <= 8192 and
+// (max_num_partitions == 1 or num_seqs * num_heads > 512). Its constants encode an
+// H100-class device (512 ~ 4 blocks per SM on ~132 SMs) and assume V1 always fits in
+// shared memory, which on BI-V100 it does not (V1's logits need 4 bytes per token).
+//
+// Ours, in order:
+//   1. V2 if V1's shared memory at this max_seq_len exceeds the device's opt-in limit
+//      (V1 would fail to launch);
+//   2. V1 if there is one partition (V2 would only add the reduce);
+//   3. V2 if max_seq_len > 8192 (vLLM's bound on one block's serial walk, kept);
+//   4. V1 if num_seqs * num_heads >= 4 * multiprocessor_count (enough blocks to fill the
+//      device; this is vLLM's 512 on a 128-SM device, 64 on BI-V100's 16 units);
+//   5. V2 otherwise: partitions add the parallelism the grid lacks.
+#pragma once
+#include <cstdint>
+#include <string>
+
+namespace pagedattn {
+
+struct DeviceFacts {
+  std::string name;
+  int warp_size = 32;
+  int multiprocessor_count = 1;
+  std::int64_t shared_memory_per_block_optin = 48 * 1024;
+};
+
+enum class Version { v1, v2 };
+
+struct VersionChoice {
+  Version version = Version::v1;
+  std::string reason;  // which rule decided, with its numbers
+};
+
+VersionChoice choose_version(const DeviceFacts& device, int num_seqs, int num_heads, int head_size,
+                             int block_size, std::int64_t max_seq_len, int partition_size = 512);
+
+// vLLM's rule, for comparison (its V1 assumes shared memory never runs out).
+Version vllm_choose_version(int num_seqs, int num_heads, std::int64_t max_seq_len,
+                            int partition_size = 512);
+
+const char* version_name(Version v);
+
+}  // namespace pagedattn

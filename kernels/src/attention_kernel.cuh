@@ -1,0 +1,232 @@
+// The paged-attention kernel body shared by V1 (one partition spanning the sequence,
+// writing the output) and V2 (one partition per grid z, writing its state (m, s, o)).
+//
+// Grid (num_heads, num_seqs, partitions), kThreadsPerBlock threads. Warp w walks the
+// partition's KV blocks w, w + NUM_WARPS, ...; within a warp, thread group g (of
+// THREAD_GROUP_SIZE lanes) owns token g of the block for q.k, then lanes split value
+// rows and token chunks for P.V.
+//
+// Numerics (NUMERICS.md): fp32 everywhere; explicit fmaf so nvcc (built with
+// --fmad=false) and the emulator round identically; __expf for exp. Slots past seq_len
+// are never loaded (selection, not multiplication by 0). Exact mode: the output is
+// (sum_i e_i v_i) / s with no epsilon; vllm_compatible: probabilities e_i / (s + 1e-6)
+// rounded to the scalar type before P.V, fp8 values dequantized and rounded per element.
+#pragma once
+#include <cstdint>
+#include "convert.cuh"
+#include "kernel_args.h"
+#include "pagedattn/resources.h"
+#include "platform.cuh"
+#include "warp_reduce.cuh"
+
+// The one dynamic shared-memory array every kernel here carves up (resources.h has the
+// layout). There are no static __shared__ arrays: the launch size is all they use.
+extern __shared__ __align__(16) char smem[];
+
+namespace pagedattn::detail::PAGEDATTN_EXEC_NS {
+
+__device__ __forceinline__ int imin(int a, int b) {
+  return a < b ? a : b;
+}
+
+template <class scalar_t, class cache_t, int HEAD_SIZE, int BLOCK_SIZE, int WARP>
+__global__ void __launch_bounds__(kThreadsPerBlock) attention_kernel(const AttnArgs a) {
+  using Ops = ScalarOps<scalar_t>;
+  using Cache = CacheOps<scalar_t, cache_t>;
+  constexpr int NUM_THREADS = kThreadsPerBlock;
+  constexpr int NUM_WARPS = NUM_THREADS / WARP;
+  // vLLM's THREAD_GROUP_SIZE = max(WARP / BLOCK_SIZE, 1): one group per token of a block.
+  constexpr int GROUP = WARP / BLOCK_SIZE > 1 ? WARP / BLOCK_SIZE : 1;
+  static_assert(WARP % BLOCK_SIZE == 0 && GROUP * BLOCK_SIZE == WARP,
+                "a warp covers exactly one KV block, one thread group per token");
+  // Key layout [.., HEAD_SIZE / X, BLOCK_SIZE, X]: X elements of a token are contiguous.
+  constexpr int X = 16 / static_cast<int>(sizeof(cache_t));
+  // Each lane of a group reads chunks of VEC contiguous elements (16 bytes per group).
+  constexpr int VEC_WANT = 16 / (GROUP * static_cast<int>(sizeof(scalar_t)));
+  constexpr int VEC = VEC_WANT < 1 ? 1 : (VEC_WANT > X ? X : VEC_WANT);
+  static_assert(X % VEC == 0 && HEAD_SIZE % (GROUP * VEC) == 0, "chunks tile the head");
+  // P.V: each lane takes V_TOKENS consecutive tokens of a value row; ROWS_PER_PASS rows
+  // are covered by a warp at once, ROWS_PER_LANE passes cover the head.
+  constexpr int V_TOKENS = BLOCK_SIZE < 8 ? BLOCK_SIZE : 8;
+  constexpr int LANES_PER_ROW = BLOCK_SIZE / V_TOKENS;
+  constexpr int ROWS_PER_PASS = WARP / LANES_PER_ROW;
+  constexpr int ROWS_PER_LANE = (HEAD_SIZE + ROWS_PER_PASS - 1) / ROWS_PER_PASS;
+
+  float* red = reinterpret_cast<float*>(smem);  // [0, NUM_WARPS): max; then exp-sums
+  float* q_s = red + attn_q_offset(WARP);
+  float* logits = red + attn_logits_offset(WARP, HEAD_SIZE);
+
+  const int head = blockIdx.x;
+  const int seq = blockIdx.y;
+  const int part = blockIdx.z;
+  const int tid = threadIdx.x;
+  const int seq_len = a.seq_lens[seq];
+  const std::int64_t row = static_cast<std::int64_t>(seq) * a.num_heads + head;
+  const std::int64_t state = row * a.max_num_partitions + part;
+  const std::int64_t start64 = static_cast<std::int64_t>(part) * a.partition_size;
+
+  // An empty partition (or seq_len 0) writes the defined empty state (-inf, 0, 0), or a
+  // zero output for V1. The branch is block-uniform, so no barrier is skipped by some.
+  if (start64 >= seq_len) {
+    for (int d = tid; d < HEAD_SIZE; d += NUM_THREADS) {
+      if (a.final_output) {
+        static_cast<scalar_t*>(a.out)[row * HEAD_SIZE + d] = Ops::from_float(0.f);
+      } else if (a.tmp_fp32) {
+        static_cast<float*>(a.tmp_out)[state * HEAD_SIZE + d] = 0.f;
+      } else {
+        static_cast<scalar_t*>(a.tmp_out)[state * HEAD_SIZE + d] = Ops::from_float(0.f);
+      }
+    }
+    if (!a.final_output && tid == 0) {
+      a.max_logits[state] = -INFINITY;
+      a.exp_sums[state] = 0.f;
+    }
+    return;
+  }
+  const int start = static_cast<int>(start64);
+  const int end = imin(seq_len, static_cast<int>(start64 + a.partition_size));
+  const int n = end - start;
+  const int start_blk = start / BLOCK_SIZE;
+  const int end_blk = (end + BLOCK_SIZE - 1) / BLOCK_SIZE;
+  const int kv_head = head / (a.num_heads / a.num_kv_heads);
+  const float slope = a.alibi_slopes ? a.alibi_slopes[head] : 0.f;
+  const bool fp8_compat = Cache::kFp8 && a.compat;
+  const std::int32_t* block_table = a.block_tables + seq * a.block_table_stride;
+
+  const scalar_t* q = static_cast<const scalar_t*>(a.query) + seq * a.q_seq_stride +
+                      static_cast<std::int64_t>(head) * HEAD_SIZE;
+  for (int d = tid; d < HEAD_SIZE; d += NUM_THREADS) q_s[d] = Ops::to_float(q[d]);
+  __syncthreads();
+
+  const int warp = tid / WARP;
+  const int lane = tid % WARP;
+
+  // ---- logits = scale * q.k (+ ALiBi), and the partition max ----
+  {
+    const int token_in_block = lane / GROUP;
+    const int group_lane = lane % GROUP;
+    const cache_t* k_cache = static_cast<const cache_t*>(a.key_cache);
+    float local_max = -INFINITY;
+    for (int blk = start_blk + warp; blk < end_blk; blk += NUM_WARPS) {
+      const int token = blk * BLOCK_SIZE + token_in_block;
+      const bool valid = token < end;  // blocks start at `start` or later: token >= start
+      float dot = 0.f;
+      if (valid) {
+        const cache_t* k = k_cache + block_table[blk] * a.kv_block_stride +
+                           kv_head * a.kv_head_stride + token_in_block * X;
+        for (int c = group_lane; c < HEAD_SIZE / VEC; c += GROUP) {
+#pragma unroll
+          for (int v = 0; v < VEC; ++v) {
+            const int d = c * VEC + v;
+            float kv = Cache::load(k[(d / X) * (BLOCK_SIZE * X) + d % X], a.fp8_e5m2);
+            if (fp8_compat) kv = round_to<scalar_t>(kv * a.k_scale);
+            dot = fmaf(q_s[d], kv, dot);
+          }
+        }
+      }
+      dot = group_sum<GROUP>(dot);  // every lane takes part: the shuffle needs the full warp
+      if (valid) {
+        float logit = dot * a.qk_scale;
+        // ALiBi: slope * (i - seq_len + 1), so the last token gets no bias.
+        if (a.alibi_slopes) logit = fmaf(slope, static_cast<float>(token - seq_len + 1), logit);
+        if (group_lane == 0) logits[token - start] = logit;
+        local_max = fmaxf(local_max, logit);
+      }
+    }
+    local_max = group_max<WARP>(local_max);
+    if (lane == 0) red[warp] = local_max;
+  }
+  __syncthreads();
+  float m = red[0];
+#pragma unroll
+  for (int w = 1; w < NUM_WARPS; ++w) m = fmaxf(m, red[w]);
+
+  // ---- e_i = exp(logit_i - m), s = sum e_i (fixed order: per thread, butterfly, warps) ----
+  float local_sum = 0.f;
+  for (int i = tid; i < n; i += NUM_THREADS) {
+    const float e = __expf(logits[i] - m);
+    logits[i] = e;
+    local_sum += e;
+  }
+  local_sum = group_sum<WARP>(local_sum);
+  if (lane == 0) red[NUM_WARPS + warp] = local_sum;
+  __syncthreads();
+  float s = red[NUM_WARPS];
+#pragma unroll
+  for (int w = 1; w < NUM_WARPS; ++w) s += red[NUM_WARPS + w];
+
+  if (a.compat) {  // vLLM: p_i = e_i / (s + 1e-6), rounded to scalar_t before P.V
+    const float inv = 1.f / (s + 1e-6f);
+    for (int i = tid; i < n; i += NUM_THREADS) logits[i] = round_to<scalar_t>(logits[i] * inv);
+    __syncthreads();
+  }
+
+  // ---- P.V: acc[row] = sum_i p_i v_i[row] over this warp's blocks ----
+  const int lane_row = lane / LANES_PER_ROW;
+  const int lane_chunk = lane % LANES_PER_ROW;
+  float acc[ROWS_PER_LANE];
+#pragma unroll
+  for (int r = 0; r < ROWS_PER_LANE; ++r) acc[r] = 0.f;
+  {
+    const cache_t* v_cache = static_cast<const cache_t*>(a.value_cache);
+    for (int blk = start_blk + warp; blk < end_blk; blk += NUM_WARPS) {
+      const cache_t* v =
+          v_cache + block_table[blk] * a.kv_block_stride + kv_head * a.kv_head_stride;
+      for (int t = 0; t < V_TOKENS; ++t) {
+        const int token_in_block = lane_chunk * V_TOKENS + t;
+        const int token = blk * BLOCK_SIZE + token_in_block;
+        if (token >= end) break;  // never touch a slot past the partition or sequence
+        const float p = logits[token - start];
+#pragma unroll
+        for (int r = 0; r < ROWS_PER_LANE; ++r) {
+          const int d = lane_row + r * ROWS_PER_PASS;
+          if (HEAD_SIZE % ROWS_PER_PASS == 0 || d < HEAD_SIZE) {
+            float vv = Cache::load(v[d * BLOCK_SIZE + token_in_block], a.fp8_e5m2);
+            if (fp8_compat) vv = round_to<scalar_t>(vv * a.v_scale);
+            acc[r] = fmaf(p, vv, acc[r]);
+          }
+        }
+      }
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < ROWS_PER_LANE; ++r) acc[r] = group_sum<LANES_PER_ROW>(acc[r]);
+
+  // Cross-warp sum in fixed order; the logits buffer is free again once all warps are here.
+  __syncthreads();
+  float* pv = logits;  // [NUM_WARPS - 1][HEAD_SIZE]
+  if (warp > 0 && lane_chunk == 0) {
+#pragma unroll
+    for (int r = 0; r < ROWS_PER_LANE; ++r) {
+      const int d = lane_row + r * ROWS_PER_PASS;
+      if (d < HEAD_SIZE) pv[(warp - 1) * HEAD_SIZE + d] = acc[r];
+    }
+  }
+  __syncthreads();
+  if (warp == 0 && lane_chunk == 0) {
+#pragma unroll
+    for (int r = 0; r < ROWS_PER_LANE; ++r) {
+      const int d = lane_row + r * ROWS_PER_PASS;
+      if (d >= HEAD_SIZE) continue;
+      float o = acc[r];
+      for (int w = 1; w < NUM_WARPS; ++w) o += pv[(w - 1) * HEAD_SIZE + d];
+      if (!a.compat) {
+        o = o / s;  // s >= 1: the max term contributes exp(0) = 1; no epsilon needed
+        if (Cache::kFp8) o = o * a.v_scale;
+      }
+      if (a.final_output) {
+        static_cast<scalar_t*>(a.out)[row * HEAD_SIZE + d] = Ops::from_float(o);
+      } else if (a.tmp_fp32) {
+        static_cast<float*>(a.tmp_out)[state * HEAD_SIZE + d] = o;
+      } else {
+        static_cast<scalar_t*>(a.tmp_out)[state * HEAD_SIZE + d] = Ops::from_float(o);
+      }
+    }
+  }
+  if (!a.final_output && tid == 0) {
+    a.max_logits[state] = m;
+    a.exp_sums[state] = s;
+  }
+}
+
+}  // namespace pagedattn::detail::PAGEDATTN_EXEC_NS

@@ -1,0 +1,86 @@
+// Test harness: seeded inputs in vLLM's layouts, a double-precision reference written
+// independently of the kernels (plain loops over the block table, its own fp8 decoding),
+// runners for V1 / V2 on the emulator, and the error bound each comparison uses.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+#include "pagedattn/api.h"
+
+namespace pagedattn::test {
+
+struct Config {
+  DType scalar = DType::f32;
+  CacheFormat cache = CacheFormat::same;
+  int head_size = 64;
+  int block_size = 16;
+  int num_heads = 4;
+  int num_kv_heads = 2;
+  std::vector<int> seq_lens = {37, 70};
+  int max_seq_len = -1;  // -1: the largest seq_len
+  bool alibi = false;
+  double scale = -1;     // -1: 2 / sqrt(head_size), so logits spread over a few units
+  double k_scale = 1.0;  // used for fp8 caches only
+  double v_scale = 1.0;
+  double q_range = 1.0;  // q, k, v uniform in [-range, range] (rounded to the storage type)
+  double k_range = 1.0;
+  double v_range = 1.0;
+  int partition_size = 64;
+  Numerics numerics = Numerics::exact_fp32;
+  std::uint64_t seed = 1;
+  int spare_blocks = 3;  // physical blocks no sequence uses
+};
+
+struct Problem {
+  Config c;
+  int x = 0;  // elements per 16 bytes of cache
+  int num_blocks = 0;
+  int max_blocks_per_seq = 0;
+  int max_seq_len = 0;
+  std::vector<std::uint8_t> query, key_cache, value_cache;  // storage bytes
+  std::vector<std::int32_t> block_tables, seq_lens;
+  std::vector<float> alibi;
+  // Decoded exactly (dequantized with k_scale / v_scale for fp8), logical layouts:
+  // q [seq][head][d]; k, v [block][kv_head][slot][d].
+  std::vector<double> q, k, v;
+  // Which (block, slot) pairs hold a token of some sequence.
+  std::vector<char> used_slot;
+};
+
+Problem make_problem(const Config& c);
+// Overwrites every cache slot no sequence uses (slots past seq_len in a last block, spare
+// blocks) with NaN (or zero) bit patterns.
+void fill_unused_slots(Problem& p, bool nan);
+
+// out [seq][head][d] in double.
+std::vector<double> reference_attention(const Problem& p);
+
+// Per (seq, head) row: the absolute error bound of the kernel output, derived in
+// reference.cpp from the unit roundoffs and the algorithm.
+std::vector<double> error_bounds(const Problem& p, Kernel kernel);
+
+struct Outputs {
+  std::vector<double> out;              // decoded output [seq][head][d]
+  std::vector<std::uint8_t> out_bytes;  // raw output storage, for bitwise comparisons
+  std::vector<float> exp_sums, max_logits;
+  std::vector<std::uint8_t> tmp_out;  // raw
+};
+
+// Runs V1 or V2 on the emulator under `profile`. `poison` prefills the outputs with NaN
+// patterns so anything the kernels fail to write shows.
+Outputs run_kernel(const Problem& p, Kernel kernel, const std::string& profile, bool poison = true);
+
+// Decodes one element of a scalar-typed buffer.
+double decode_scalar(DType t, const std::uint8_t* base, std::size_t index);
+double unit_roundoff(DType t);
+
+// Max over rows of |got - want| / bound (<= 1 passes), with the worst element described.
+struct Comparison {
+  double worst_ratio = 0;
+  std::string worst;
+  bool any_nan = false;
+};
+Comparison compare(const Problem& p, const std::vector<double>& got,
+                   const std::vector<double>& want, const std::vector<double>& bounds);
+
+}  // namespace pagedattn::test

@@ -1,0 +1,95 @@
+// Launch resources, V1's shared-memory limit (and the launch refusal exactly there on
+// BI-V100's profile), and version selection.
+#include <gtest/gtest.h>
+
+#include <emu/cuda_runtime.h>
+#include "pagedattn/resources.h"
+#include "pagedattn/version_select.h"
+#include "reference.h"
+
+namespace pagedattn::test {
+namespace {
+
+TEST(Resources, LayoutNumbers) {
+  // warp 32: 4 warps -> 8 reduction floats; q 128; logits max(512, 3 * 128).
+  EXPECT_EQ(attention_smem_bytes(32, 128, 512), 4 * (8 + 128 + 512));
+  // warp 64: 2 warps -> 4 floats; P.V scratch (1 * 256) exceeds 64 logits.
+  EXPECT_EQ(attention_smem_bytes(64, 256, 64), 4 * (4 + 256 + 256));
+  const LaunchResources v2 = v2_resources(32, 3, 8, 128, 1025, 512);
+  EXPECT_EQ(v2.grid.x, 8u);
+  EXPECT_EQ(v2.grid.y, 3u);
+  EXPECT_EQ(v2.grid.z, 3u);
+  EXPECT_EQ(v2.threads_per_block, 128);
+  const LaunchResources r = reduce_resources(64, 3, 8);
+  EXPECT_EQ(r.dynamic_smem_bytes, 4 * (4 + 128));  // independent of the length
+  const LaunchResources v1 = v1_resources(64, 1, 1, 128, 16, 100);
+  EXPECT_EQ(v1.dynamic_smem_bytes, attention_smem_bytes(64, 128, 112));
+}
+
+TEST(Resources, V1MaxSeqLenIsTheLastLengthThatFits) {
+  for (int warp : {32, 64}) {
+    for (int head : {32, 128, 256}) {
+      for (int block : {8, 16, 32}) {
+        for (std::int64_t limit : {16 * 1024, 48 * 1024, 64 * 1024, 227 * 1024}) {
+          const std::int64_t L = v1_max_seq_len(warp, head, block, limit);
+          ASSERT_GT(L, 0);
+          EXPECT_LE(attention_smem_bytes(warp, head, v1_partition_tokens(block, L)), limit);
+          EXPECT_GT(attention_smem_bytes(warp, head, v1_partition_tokens(block, L + 1)), limit);
+        }
+      }
+    }
+  }
+}
+
+// On BI-V100's profile V1 launches at its longest length and is refused one token later,
+// with a message naming shared memory, and writes nothing.
+TEST(Resources, V1RefusedOnBiV100JustPastItsSharedMemory) {
+  emu::use_profile("bi-v100");
+  const emu::Profile& prof = emu::current_profile();
+  ASSERT_EQ(prof.warp_size, 64);
+  Config c;
+  c.scalar = DType::f16;
+  c.head_size = 128;
+  c.block_size = 16;
+  c.num_heads = 2;
+  c.num_kv_heads = 1;
+  c.seq_lens = {40};
+  const std::int64_t L = v1_max_seq_len(64, 128, 16, prof.shared_memory_per_block_optin);
+  c.max_seq_len = static_cast<int>(L);
+  const Problem fits = make_problem(c);
+  EXPECT_NO_THROW(run_kernel(fits, Kernel::v1, "bi-v100"));
+  c.max_seq_len = static_cast<int>(L + 1);
+  const Problem refused = make_problem(c);
+  try {
+    const Outputs o = run_kernel(refused, Kernel::v1, "bi-v100");
+    ADD_FAILURE() << "V1 launched at max_seq_len " << L + 1;
+  } catch (const LaunchError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("shared memory"), std::string::npos) << m;
+    EXPECT_NE(m.find(std::to_string(prof.shared_memory_per_block_optin)), std::string::npos) << m;
+    EXPECT_NE(m.find(std::to_string(L)), std::string::npos) << m;
+  }
+  // V2 runs the same call.
+  EXPECT_NO_THROW(run_kernel(refused, Kernel::v2, "bi-v100"));
+}
+
+TEST(VersionSelect, FollowsTheDeviceFacts) {
+  DeviceFacts bi{"bi-v100", 64, 16, 48 * 1024};
+  DeviceFacts h200{"h200", 32, 132, 227 * 1024};
+  // A long context on BI-V100: V1 does not fit, V2 (vLLM's rule would pick V1 and fail).
+  EXPECT_EQ(choose_version(bi, 64, 32, 128, 16, 8192).version, Version::v1);  // 32 KB fits
+  EXPECT_EQ(choose_version(bi, 64, 32, 128, 16, 16384).version, Version::v2);
+  EXPECT_EQ(vllm_choose_version(64, 32, 8192), Version::v1);
+  // One partition: V1.
+  EXPECT_EQ(choose_version(h200, 1, 8, 128, 16, 300).version, Version::v1);
+  // Few blocks, several partitions: V2 adds parallelism.
+  EXPECT_EQ(choose_version(h200, 1, 8, 128, 16, 4000).version, Version::v2);
+  // Many blocks: V1.
+  EXPECT_EQ(choose_version(h200, 64, 32, 128, 16, 4000).version, Version::v1);
+  // Past 8192 tokens: V2 (kept from vLLM).
+  EXPECT_EQ(choose_version(h200, 64, 32, 128, 16, 10000).version, Version::v2);
+  EXPECT_FALSE(choose_version(bi, 1, 1, 128, 16, 100000).reason.empty());
+}
+
+}  // namespace
+}  // namespace pagedattn::test
