@@ -1,0 +1,35 @@
+// Error metrics of a kernel's output against the exact answer (definitions in
+// audit/SCHEMA.md). A non-finite kernel output where the exact output is finite is an
+// infinite error: it is counted and makes every max metric +inf, never skipped.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "pagedattn/dtypes.h"
+
+namespace pagedattn::audit {
+
+struct Metrics {
+  double max_abs_err = 0;
+  double mean_abs_err = 0;     // over the elements with a finite exact value
+  double max_ulp_err = 0;      // |out - exact| / ulp of the output format at round(exact)
+  double max_rel_err = 0;      // |out - exact| / |exact| where |exact| >= the smallest normal
+  std::int64_t elements = 0;   // compared (finite exact value)
+  std::int64_t nonfinite = 0;  // kernel NaN/inf where the exact value is finite
+  std::int64_t exact_nan = 0;  // exact value NaN (a NaN input was read): not compared
+  std::int64_t exact_nan_mismatch = 0;  // of those, kernel output not NaN
+};
+
+// The output format's ulp at a value of that format (|r| in its binade; 0 and subnormals:
+// the subnormal quantum). `dtype`: f32, f16 or bf16.
+double ulp_of(DType dtype, double r);
+// A kernel output element's value from its raw bits (f32 bits, or f16/bf16 in the low 16).
+double decode_output(DType dtype, std::uint32_t bits);
+
+// `out` holds the kernel's raw output elements (dtype_size(dtype) bytes each); `exact`
+// and `rounded` the reference's value (error far below an output ulp) and its correctly
+// rounded output bits. Sizes must agree.
+Metrics compute_metrics(DType dtype, const void* out, const std::vector<double>& exact,
+                        const std::vector<std::uint32_t>& rounded);
+
+}  // namespace pagedattn::audit

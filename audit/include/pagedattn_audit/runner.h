@@ -1,0 +1,51 @@
+// The audit runner: for each input case, the exact reference once, then every kernel,
+// profile, partition size, numerics and exp model asked for, each compared with it.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "pagedattn_audit/config.h"
+#include "pagedattn_audit/inputs.h"
+#include "pagedattn_audit/metrics.h"
+
+namespace pagedattn::audit {
+
+struct CaseResult {
+  // What ran.
+  std::string kernel;  // "v1" or "v2"
+  std::string profile, backend;
+  std::string dtype, kv_cache_dtype, distribution, numerics;  // numerics: "ours" / "vllm"
+  int num_seqs = 0, num_heads = 0, num_kv_heads = 0, head_size = 0, block_size = 0;
+  std::int64_t seq_len = 0;  // the longest sequence (max_seq_len)
+  int partition_size = 0;    // V2 only (0 for V1: reported as null)
+  bool alibi = false;
+  std::uint64_t seed = 0;
+  std::string exp_mode;  // "exact_host", "random", "up", "down"
+  int exp_max_ulp = 0;
+  std::uint64_t exp_seed = 0;
+  // The profile's stated __expf accuracy a + b|x| ulps (a < 0: unknown).
+  double exp_stated_a = -1, exp_stated_b = 0;
+
+  // What happened.
+  std::string status;  // "ok", "refused" (LaunchError), "error" (any other failure)
+  bool launched = false;
+  std::string reason;              // why it did not launch; "" when launched
+  std::optional<Metrics> metrics;  // when launched
+  std::optional<double> bound;     // absolute error bound: not yet derived (proofs issue)
+  double time_s = 0;               // the kernel call, wall clock
+  double ref_time_s = 0;           // the reference of this case's inputs (shared)
+};
+
+// Runs the grid of `c` (c.replay_dir must be empty). `progress` (may be empty) gets one
+// line per finished case. Throws UsageError for a grid value the generators reject.
+std::vector<CaseResult> run_grid(const Config& c,
+                                 const std::function<void(const CaseResult&)>& progress = {});
+
+// Runs the kernels `c` asks for on given inputs (a replay folder, or generated ones).
+std::vector<CaseResult> run_inputs(const Config& c, const Inputs& in,
+                                   const std::function<void(const CaseResult&)>& progress = {});
+
+}  // namespace pagedattn::audit

@@ -1,0 +1,423 @@
+// One parser for flags and config-file keys: each key's text value is split on commas
+// and checked against its allowed values, so a flag and a file key fail the same way.
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "emu/profile.h"
+#include "pagedattn/api.h"
+#include "pagedattn/validate.h"
+#include "pagedattn_audit/config.h"
+#include "pagedattn_audit/inputs.h"
+
+namespace pagedattn::audit {
+namespace {
+
+std::string join(const std::vector<std::string>& v) {
+  std::string s = "{";
+  for (std::size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + v[i];
+  return s + "}";
+}
+template <class T>
+std::vector<std::string> to_strings(const T& list) {
+  std::vector<std::string> out;
+  for (auto v : list) out.push_back(std::to_string(v));
+  return out;
+}
+
+std::vector<std::string> split(const std::string& where, const std::string& text) {
+  std::vector<std::string> items;
+  std::string cur;
+  std::istringstream is(text);
+  while (std::getline(is, cur, ',')) {
+    if (cur.empty()) throw UsageError(where + ": empty item in list '" + text + "'");
+    items.push_back(cur);
+  }
+  if (items.empty()) throw UsageError(where + ": needs a value, got ''");
+  return items;
+}
+
+long long to_int(const std::string& where, const std::string& t, long long lo, long long hi,
+                 const std::string& allowed) {
+  errno = 0;
+  char* end = nullptr;
+  const long long v = std::strtoll(t.c_str(), &end, 10);
+  if (t.empty() || *end != '\0' || errno != 0 || v < lo || v > hi) {
+    throw UsageError(where + " must be " + allowed + ", got '" + t + "'");
+  }
+  return v;
+}
+
+std::vector<int> int_list(const std::string& where, const std::string& text, long long lo,
+                          long long hi, const std::string& allowed) {
+  std::vector<int> out;
+  for (const std::string& t : split(where, text)) {
+    out.push_back(static_cast<int>(to_int(where, t, lo, hi, allowed)));
+  }
+  return out;
+}
+
+std::vector<int> member_list(const std::string& where, const std::string& text,
+                             const std::vector<int>& allowed) {
+  std::vector<int> out;
+  for (const std::string& t : split(where, text)) {
+    const long long v = to_int(where, t, 0, 1 << 30, "one of " + join(to_strings(allowed)));
+    bool ok = false;
+    for (int a : allowed) ok |= a == v;
+    if (!ok)
+      throw UsageError(where + " must be one of " + join(to_strings(allowed)) + ", got '" + t +
+                       "'");
+    out.push_back(static_cast<int>(v));
+  }
+  return out;
+}
+
+std::string choice(const std::string& where, const std::string& t,
+                   const std::vector<std::string>& allowed) {
+  for (const std::string& a : allowed) {
+    if (a == t) return t;
+  }
+  throw UsageError(where + " must be one of " + join(allowed) + ", got '" + t + "'");
+}
+
+std::vector<std::string> choice_list(const std::string& where, const std::string& text,
+                                     const std::vector<std::string>& allowed) {
+  std::vector<std::string> out;
+  for (const std::string& t : split(where, text)) out.push_back(choice(where, t, allowed));
+  return out;
+}
+
+std::string normalize(std::string key) {
+  for (char& ch : key) ch = ch == '_' ? '-' : ch;
+  return key;
+}
+
+const std::vector<std::string> kDtypes{"f32", "f16", "bf16"};
+const std::vector<std::string> kKvDtypes{"auto", "fp8", "fp8_e4m3", "fp8_e5m2"};
+
+}  // namespace
+
+const std::vector<KeyInfo>& keys() {
+  static const std::vector<KeyInfo> k = {
+      {"config", "FILE", "JSON object with any of these keys (flags given too override it)"},
+      {"profile", "NAME[,NAME...]", "emulator device profiles (default bi-v100)"},
+      {"num-seqs", "N[,N...]", "sequences per case, 1..65535 (default 1)"},
+      {"num-heads", "N[,N...]", "query heads (default 32)"},
+      {"num-kv-heads", "N[,N...]",
+       "KV heads; pairs where num-heads % num-kv-heads != 0 are "
+       "skipped (default 8)"},
+      {"head-size", "N[,N...]", "32, 64, 80, 96, 112, 120, 128, 192, 256 (default 128)"},
+      {"block-size", "N[,N...]", "8, 16, 32 (default 16)"},
+      {"dtype", "T[,T...]", "query/output dtype: f32, f16, bf16 (default f16)"},
+      {"kv-cache-dtype", "T[,T...]", "auto, fp8 (= fp8_e4m3), fp8_e4m3, fp8_e5m2 (default auto)"},
+      {"seq-lens", "N[,N...]",
+       "longest sequence, 1..10000000; other sequences of a case get "
+       "seeded lengths in [1, N] (default 1000)"},
+      {"partition-size", "P[,P...]",
+       "V2 tokens per partition, a multiple of block-size in "
+       "[64, 4096] (default 512)"},
+      {"distribution", "D[,D...]",
+       "input distribution: vllm_uniform, normal, dominant, "
+       "near_ties, large_logits, nan_tail, fp16_max, or all "
+       "(default vllm_uniform)"},
+      {"seed", "S[,S...]", "input seeds, >= 0 (default 0)"},
+      {"alibi", "off|on[,...]", "ALiBi slopes 2^(-8(h+1)/H) (default off)"},
+      {"scale", "X", "softmax scale, finite (default head_size^-0.5)"},
+      {"kernel", "v1|v2|both", "kernels to audit (default both)"},
+      {"numerics", "ours|vllm|both",
+       "ours = Numerics::exact_fp32, vllm = "
+       "Numerics::vllm_compatible (default both)"},
+      {"exp-ulp", "K[,K...]", "exp model: __expf wrong by up to K ulps, 0..1000 (default 0)"},
+      {"exp-mode", "random|up|down", "direction of the exp error (default random)"},
+      {"exp-seed", "S", "seed of the random exp model (default 0)"},
+      {"backend", "emulator|cuda",
+       "emulator, or the native GPU (needs a build with nvcc; "
+       "default emulator)"},
+      {"threads", "N", "emulator host threads, 1..256 (default 2)"},
+      {"replay", "DIR",
+       "audit a replay folder as `pagedattn run` reads it, instead of a grid "
+       "(shape keys are then ignored; kv-cache-dtype takes one value)"},
+      {"bf16", nullptr, "replay: '<u2' arrays hold bfloat16 bits"},
+      {"json", "FILE", "write the cases as JSON (schema: audit/SCHEMA.md)"},
+      {"csv", "FILE", "write the cases as CSV, one row per case"},
+      {"quiet", nullptr, "do not print the table"},
+  };
+  return k;
+}
+
+void apply_key(Config& c, const std::string& raw_key, const std::string& v, const std::string& w) {
+  const std::string key = normalize(raw_key);
+  if (key == "profile") {
+    c.profiles = split(w, v);
+    for (const std::string& p : c.profiles) {
+      try {
+        emu::load_profile(p);
+      } catch (const emu::ProfileError& e) {
+        throw UsageError(w + " must name a device profile " + join(emu::known_profiles()) +
+                         " or a profile .json file, got '" + p + "'");
+      }
+    }
+  } else if (key == "num-seqs") {
+    c.num_seqs = int_list(w, v, 1, kMaxGridYZ, "an integer in [1, 65535]");
+  } else if (key == "num-heads") {
+    c.num_heads = int_list(w, v, 1, 65535, "an integer in [1, 65535]");
+  } else if (key == "num-kv-heads") {
+    c.num_kv_heads = int_list(w, v, 1, 65535, "an integer in [1, 65535]");
+  } else if (key == "head-size") {
+    c.head_sizes = member_list(w, v, {std::begin(kHeadSizes), std::end(kHeadSizes)});
+  } else if (key == "block-size") {
+    c.block_sizes = member_list(w, v, {std::begin(kBlockSizes), std::end(kBlockSizes)});
+  } else if (key == "dtype") {
+    c.dtypes = choice_list(w, v, kDtypes);
+  } else if (key == "kv-cache-dtype") {
+    c.kv_cache_dtypes = choice_list(w, v, kKvDtypes);
+    for (std::string& d : c.kv_cache_dtypes) d = d == "fp8" ? "fp8_e4m3" : d;
+  } else if (key == "seq-lens") {
+    c.seq_lens = int_list(w, v, 1, 10000000, "an integer in [1, 10000000]");
+  } else if (key == "partition-size") {
+    c.partition_sizes = int_list(w, v, kMinPartitionSize, kMaxPartitionSize,
+                                 "a multiple of block-size in [64, 4096]");
+  } else if (key == "distribution") {
+    std::vector<std::string> allowed = distribution_names();
+    allowed.push_back("all");
+    c.distributions = choice_list(w, v, allowed);
+    for (const std::string& d : c.distributions) {
+      if (d == "all") c.distributions = distribution_names();
+    }
+  } else if (key == "seed") {
+    c.seeds.clear();
+    for (const std::string& t : split(w, v)) {
+      c.seeds.push_back(static_cast<std::uint64_t>(
+          to_int(w, t, 0, std::numeric_limits<long long>::max(), "an integer >= 0")));
+    }
+  } else if (key == "alibi") {
+    c.alibi = choice_list(w, v, {"off", "on"});
+  } else if (key == "scale") {
+    errno = 0;
+    char* end = nullptr;
+    const double s = std::strtod(v.c_str(), &end);
+    if (v.empty() || *end != '\0' || errno != 0 || !std::isfinite(s)) {
+      throw UsageError(w + " must be a finite number, got '" + v + "'");
+    }
+    c.has_scale = true;
+    c.scale = s;
+  } else if (key == "kernel") {
+    c.kernel = choice(w, v, {"v1", "v2", "both"});
+  } else if (key == "numerics") {
+    c.numerics = choice(w, v, {"ours", "vllm", "both"});
+  } else if (key == "exp-ulp") {
+    c.exp_ulps = int_list(w, v, 0, 1000, "an integer in [0, 1000]");
+  } else if (key == "exp-mode") {
+    c.exp_mode = choice(w, v, {"random", "up", "down"});
+  } else if (key == "exp-seed") {
+    c.exp_seed = static_cast<std::uint64_t>(
+        to_int(w, v, 0, std::numeric_limits<long long>::max(), "an integer >= 0"));
+  } else if (key == "backend") {
+    c.backend = choice(w, v, {"emulator", "cuda"});
+  } else if (key == "threads") {
+    c.threads = static_cast<int>(to_int(w, v, 1, 256, "an integer in [1, 256]"));
+  } else if (key == "replay") {
+    if (v.empty()) throw UsageError(w + " must name a folder, got ''");
+    c.replay_dir = v;
+  } else if (key == "bf16") {
+    c.bf16 = choice(w, v, {"", "true", "false"}) != "false";
+  } else if (key == "json") {
+    c.json_path = v;
+  } else if (key == "csv") {
+    c.csv_path = v;
+  } else if (key == "quiet") {
+    c.quiet = choice(w, v, {"", "true", "false"}) != "false";
+  } else {
+    std::vector<std::string> names;
+    for (const KeyInfo& k : keys()) names.push_back(k.name);
+    throw UsageError(w + ": unknown key '" + raw_key + "' (allowed: " + join(names) + ")");
+  }
+}
+
+void apply_config_file(Config& c, const std::string& path) {
+  std::ifstream f(path);
+  if (!f) throw UsageError("--config " + path + ": cannot be read");
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(f);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw UsageError(path + ": malformed JSON (" + e.what() + ")");
+  }
+  if (!j.is_object()) throw UsageError(path + ": must be a JSON object of audit keys");
+  std::vector<std::string> names;
+  for (const KeyInfo& k : keys()) {
+    if (std::string(k.name) != "config") names.push_back(k.name);
+  }
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const std::string where = path + ": key '" + it.key() + "'";
+    const std::string key = normalize(it.key());
+    bool known = false;
+    for (const std::string& n : names) known |= n == key;
+    if (!known) {
+      throw UsageError(path + ": unknown key '" + it.key() + "' (allowed: " + join(names) + ")");
+    }
+    // Every value becomes the flag's text form, so both paths share one set of checks.
+    const auto scalar = [&](const nlohmann::json& v) -> std::string {
+      if (v.is_string()) return v.get<std::string>();
+      if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
+      if (v.is_number_integer() || v.is_number_unsigned()) return v.dump();
+      if (v.is_number_float()) {
+        std::ostringstream os;
+        os.precision(17);
+        os << v.get<double>();
+        return os.str();
+      }
+      throw UsageError(where + " must be a string, number, boolean or an array of them, got " +
+                       v.dump());
+    };
+    std::string text;
+    if (it->is_array()) {
+      if (it->empty()) throw UsageError(where + " must not be an empty array");
+      for (std::size_t i = 0; i < it->size(); ++i) text += (i ? "," : "") + scalar((*it)[i]);
+    } else {
+      text = scalar(*it);
+    }
+    apply_key(c, key, text, where);
+  }
+}
+
+Config parse_command_line(const std::vector<std::string>& argv, bool* help) {
+  Config c;
+  *help = false;
+  std::vector<std::pair<std::string, std::string>> flags;
+  for (std::size_t i = 0; i < argv.size(); ++i) {
+    const std::string& a = argv[i];
+    if (a == "--help" || a == "-h") {
+      *help = true;
+      continue;
+    }
+    if (a.size() < 3 || a.compare(0, 2, "--") != 0) {
+      throw UsageError("unexpected argument '" + a +
+                       "' (every setting is a --flag; a replay "
+                       "folder is --replay DIR)");
+    }
+    const std::size_t eq = a.find('=');
+    const std::string name = a.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
+    const KeyInfo* info = nullptr;
+    for (const KeyInfo& k : keys()) {
+      if (name == k.name) info = &k;
+    }
+    if (!info) {
+      std::vector<std::string> names;
+      for (const KeyInfo& k : keys()) names.push_back(std::string("--") + k.name);
+      names.push_back("--help");
+      throw UsageError("unknown flag '--" + name + "' (allowed: " + join(names) + ")");
+    }
+    std::string value;
+    if (!info->value) {
+      if (eq != std::string::npos) throw UsageError("--" + name + " takes no value");
+    } else if (eq != std::string::npos) {
+      value = a.substr(eq + 1);
+    } else {
+      if (i + 1 >= argv.size()) throw UsageError("--" + name + " needs a value " + info->value);
+      value = argv[++i];
+    }
+    flags.emplace_back(name, value);
+  }
+  if (*help) return c;
+  for (const auto& [name, value] : flags) {
+    if (name == "config") apply_config_file(c, value);
+  }
+  for (const auto& [name, value] : flags) {
+    if (name != "config") apply_key(c, name, value, "--" + name);
+  }
+  return c;
+}
+
+void check_config(const Config& c) {
+  if (c.backend == "cuda" && !has_cuda_backend()) {
+    throw UsageError(
+        "--backend cuda: this build has no CUDA backend (it was built without nvcc); rebuild "
+        "with nvcc on PATH and -DPAGEDATTN_CUDA=ON, or use --backend emulator");
+  }
+  if (c.backend == "cuda") {
+    throw UsageError(
+        "--backend cuda: the native audit is not implemented yet in this build "
+        "(use --backend emulator)");
+  }
+  if (c.replay_dir.empty()) {
+    for (int p : c.partition_sizes) {
+      for (int b : c.block_sizes) {
+        if (p % b != 0) {
+          throw UsageError(
+              "--partition-size must be a multiple of every --block-size in "
+              "[64, 4096], got " +
+              std::to_string(p) + " with block size " + std::to_string(b));
+        }
+      }
+    }
+    bool any = false;
+    for (int h : c.num_heads) {
+      for (int kv : c.num_kv_heads) any |= h % kv == 0;
+    }
+    if (!any) {
+      throw UsageError(
+          "--num-heads and --num-kv-heads: no pair with num-heads divisible by "
+          "num-kv-heads (GQA groups must be whole)");
+    }
+  } else if (c.kv_cache_dtypes.size() != 1) {
+    throw UsageError("--kv-cache-dtype takes one value with --replay");
+  }
+  // Report files are written at the end; a path that cannot be written fails now, before
+  // minutes of work, and nothing is written.
+  for (const std::string* p : {&c.json_path, &c.csv_path}) {
+    if (p->empty()) continue;
+    const std::filesystem::path parent = std::filesystem::path(*p).parent_path();
+    std::error_code ec;
+    if (!parent.empty() && !std::filesystem::is_directory(parent, ec)) {
+      throw UsageError((p == &c.json_path ? "--json " : "--csv ") + *p + ": folder " +
+                       parent.string() + " does not exist");
+    }
+    if (std::filesystem::is_directory(*p, ec)) {
+      throw UsageError((p == &c.json_path ? "--json " : "--csv ") + *p + " is a folder");
+    }
+  }
+}
+
+std::string help_text() {
+  std::ostringstream os;
+  os << "usage: pagedattn audit [FLAGS]\n"
+        "\n"
+        "Runs paged_attention_v1 and _v2 and the exact reference over a grid of cases (or a\n"
+        "replay folder) and reports, per case: max and mean absolute error, max error in\n"
+        "ulps of the output dtype, max relative error, the error bound (null until derived),\n"
+        "whether the kernel launched (V1 is refused when its shared memory exceeds the\n"
+        "profile's) and why not, and the time. Lists are comma-separated; the grid is their\n"
+        "cartesian product. Every case runs with our numerics and/or vLLM's (--numerics), and\n"
+        "optionally with __expf wrong by up to K ulps (--exp-ulp), to show the results stay\n"
+        "within bounds for any device whose exp meets its stated accuracy (CUDA's __expf:\n"
+        "2 + floor(1.173|x|) ulps; BI-V100's is unknown).\n"
+        "\n"
+        "Flags (config-file keys are the same names without '--'; '_' may replace '-'):\n";
+  for (const KeyInfo& k : keys()) {
+    std::string head = std::string("  --") + k.name + (k.value ? std::string(" ") + k.value : "");
+    os << head;
+    if (head.size() < 32) {
+      os << std::string(32 - head.size(), ' ');
+    } else {
+      os << "\n" << std::string(32, ' ');
+    }
+    os << k.help << "\n";
+  }
+  os << "  --help                        this text\n"
+        "\n"
+        "Example (the headline case):\n"
+        "  pagedattn audit --profile bi-v100 --num-seqs 1 --num-heads 32 --num-kv-heads 8 \\\n"
+        "      --head-size 128 --seq-lens 100000 --dtype f16 --json audit.json\n"
+        "\n"
+        "Exit codes: 0 done (errors are data, not failures), 1 runtime failure (e.g. an\n"
+        "unreadable replay), 2 usage error. Nothing is written on an error.\n";
+  return os.str();
+}
+
+}  // namespace pagedattn::audit

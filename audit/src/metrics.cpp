@@ -1,0 +1,99 @@
+// Error metrics against the exact value. ulps are measured in the output format at the
+// correctly rounded exact value, so a correctly rounded kernel output scores <= 0.5.
+#include "pagedattn_audit/metrics.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <stdexcept>
+
+namespace pagedattn::audit {
+namespace {
+
+struct FormatFacts {
+  int precision;  // significand bits, hidden bit included
+  int emin;       // exponent of the smallest normal
+  int emax;       // exponent of the largest binade
+};
+
+FormatFacts facts(DType t) {
+  switch (t) {
+    case DType::f32:
+      return {24, -126, 127};
+    case DType::f16:
+      return {11, -14, 15};
+    case DType::bf16:
+      return {8, -126, 127};
+    default:
+      throw std::invalid_argument("audit: output dtype must be f32, f16 or bf16");
+  }
+}
+
+}  // namespace
+
+double ulp_of(DType dtype, double r) {
+  const FormatFacts f = facts(dtype);
+  const double a = std::fabs(r);
+  int e = f.emin;
+  if (a >= std::ldexp(1.0, f.emin) && std::isfinite(a)) e = std::ilogb(a);
+  if (!std::isfinite(a)) e = f.emax;  // an overflowed rounding: the largest binade's ulp
+  return std::ldexp(1.0, e - f.precision + 1);
+}
+
+double decode_output(DType dtype, std::uint32_t bits) {
+  switch (dtype) {
+    case DType::f32: {
+      float f;
+      std::memcpy(&f, &bits, 4);
+      return f;
+    }
+    case DType::f16:
+      return f16_bits_to_float(static_cast<std::uint16_t>(bits));
+    case DType::bf16:
+      return bf16_bits_to_float(static_cast<std::uint16_t>(bits));
+    default:
+      throw std::invalid_argument("audit: output dtype must be f32, f16 or bf16");
+  }
+}
+
+Metrics compute_metrics(DType dtype, const void* out, const std::vector<double>& exact,
+                        const std::vector<std::uint32_t>& rounded) {
+  if (exact.size() != rounded.size()) throw std::invalid_argument("audit: size mismatch");
+  const double inf = std::numeric_limits<double>::infinity();
+  const std::size_t esz = dtype_size(dtype);
+  Metrics m;
+  double sum = 0;
+  const double min_normal = std::ldexp(1.0, facts(dtype).emin);
+  for (std::size_t i = 0; i < exact.size(); ++i) {
+    std::uint32_t bits = 0;
+    std::memcpy(&bits, static_cast<const unsigned char*>(out) + i * esz, esz);
+    const double k = decode_output(dtype, bits);
+    const double x = exact[i];
+    if (std::isnan(x)) {  // a NaN input was read: no real answer to compare with
+      ++m.exact_nan;
+      if (!std::isnan(k)) ++m.exact_nan_mismatch;
+      continue;
+    }
+    ++m.elements;
+    // The exact value is finite (the reference's outputs are convex combinations), so a
+    // non-finite kernel output is an infinite error.
+    if (!std::isfinite(k)) {
+      ++m.nonfinite;
+      m.max_abs_err = m.max_ulp_err = m.max_rel_err = inf;
+      sum = inf;
+      continue;
+    }
+    const double err = std::fabs(k - x);
+    sum += err;
+    m.max_abs_err = std::max(m.max_abs_err, err);
+    const double ulp = ulp_of(dtype, decode_output(dtype, rounded[i]));
+    m.max_ulp_err = std::max(m.max_ulp_err, err / ulp);
+    // Relative error only where the output format is normal: below that even the correctly
+    // rounded value may be off by 100% (a tiny exact value rounds to 0).
+    if (std::fabs(x) >= min_normal) m.max_rel_err = std::max(m.max_rel_err, err / std::fabs(x));
+  }
+  m.mean_abs_err = m.elements ? sum / static_cast<double>(m.elements) : 0;
+  return m;
+}
+
+}  // namespace pagedattn::audit

@@ -1,0 +1,269 @@
+// The runner. The reference of a case's inputs is computed once, on its own thread, while
+// the kernels run on the emulator: on 2 cores the two overlap instead of adding up.
+#include "pagedattn_audit/runner.h"
+
+#include <chrono>
+#include <cmath>
+#include <future>
+
+#include "emu/checks.h"
+#include "emu/device_math.h"
+#include "emu/profile.h"
+#include "pagedattn/api.h"
+#include "pagedattn/resources.h"
+#include "pagedattn_ref/reference.h"
+
+namespace pagedattn::audit {
+namespace {
+
+ref::DType to_ref(DType t) {
+  switch (t) {
+    case DType::f32:
+      return ref::DType::f32;
+    case DType::f16:
+      return ref::DType::f16;
+    case DType::bf16:
+      return ref::DType::bf16;
+    case DType::fp8_e4m3:
+      return ref::DType::fp8_e4m3;
+    case DType::fp8_e5m2:
+      return ref::DType::fp8_e5m2;
+    default:
+      throw std::invalid_argument("audit: no reference dtype for this dtype");
+  }
+}
+
+ref::Problem to_problem(const Inputs& in) {
+  ref::Problem p;
+  p.num_seqs = in.num_seqs;
+  p.num_heads = in.num_heads;
+  p.num_kv_heads = in.num_kv_heads;
+  p.head_size = in.head_size;
+  p.block_size = in.block_size;
+  p.num_blocks = static_cast<int>(in.num_blocks);
+  p.max_blocks_per_seq = in.max_blocks_per_seq;
+  p.scalar_dtype = to_ref(in.dtype);
+  p.cache_dtype = in.cache == CacheFormat::fp8_e4m3   ? ref::DType::fp8_e4m3
+                  : in.cache == CacheFormat::fp8_e5m2 ? ref::DType::fp8_e5m2
+                                                      : to_ref(in.dtype);
+  p.query = in.query.data();
+  p.key_cache = in.key_cache.data();
+  p.value_cache = in.value_cache.data();
+  p.block_tables = in.block_tables.data();
+  p.seq_lens = in.seq_lens.data();
+  p.alibi_slopes = in.alibi_slopes.empty() ? nullptr : in.alibi_slopes.data();
+  p.scale = in.scale;
+  p.k_scale = in.k_scale;
+  p.v_scale = in.v_scale;
+  return p;
+}
+
+// Restores the exact exp model however a kernel call ends.
+struct ExpModelScope {
+  explicit ExpModelScope(const emu::math::ExpModel& m) { emu::math::set_exp_model(m); }
+  ~ExpModelScope() { emu::math::set_exp_model({}); }
+};
+
+const char* mode_name(emu::math::ExpModel::Mode m) {
+  switch (m) {
+    case emu::math::ExpModel::Mode::random:
+      return "random";
+    case emu::math::ExpModel::Mode::up:
+      return "up";
+    case emu::math::ExpModel::Mode::down:
+      return "down";
+    default:
+      return "exact_host";
+  }
+}
+
+struct Buffer {
+  std::vector<std::uint8_t> bytes;
+  TensorView view;
+  Buffer(DType t, std::initializer_list<std::int64_t> shape) {
+    std::int64_t n = 1;
+    for (std::int64_t d : shape) n *= d;
+    bytes.assign(std::max<std::size_t>(1, static_cast<std::size_t>(n) * dtype_size(t)), 0);
+    view = TensorView::contiguous(bytes.data(), t, shape);
+  }
+};
+
+TensorView view(const void* data, DType t, std::initializer_list<std::int64_t> shape) {
+  return TensorView::contiguous(const_cast<void*>(data), t, shape);
+}
+
+}  // namespace
+
+std::vector<CaseResult> run_inputs(const Config& c, const Inputs& in,
+                                   const std::function<void(const CaseResult&)>& progress) {
+  emu::set_host_threads(c.threads);
+  const auto t_ref = std::chrono::steady_clock::now();
+  double ref_time = 0;
+  auto reference = std::async(std::launch::async, [&] {
+    ref::Options o;
+    o.out_dtype = to_ref(in.dtype);
+    ref::Output r = ref::reference_attention(to_problem(in), o);
+    ref_time = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_ref).count();
+    return r;
+  });
+
+  const std::int64_t S = in.num_seqs, H = in.num_heads, D = in.head_size, B = in.block_size,
+                     KVH = in.num_kv_heads, NB = in.num_blocks;
+  const DType ce = in.cache_elem();
+  const std::int64_t x = 16 / static_cast<std::int64_t>(dtype_size(ce));
+  const TensorView q = view(in.query.data(), in.dtype, {S, H, D});
+  const TensorView kc = view(in.key_cache.data(), ce, {NB, KVH, D / x, B, x});
+  const TensorView vc = view(in.value_cache.data(), ce, {NB, KVH, D, B});
+  const TensorView bt = view(in.block_tables.data(), DType::i32, {S, in.max_blocks_per_seq});
+  const TensorView sl = view(in.seq_lens.data(), DType::i32, {S});
+  const TensorView al =
+      in.alibi_slopes.empty() ? TensorView{} : view(in.alibi_slopes.data(), DType::f32, {H});
+
+  std::vector<std::string> kernels;
+  if (c.kernel != "v2") kernels.push_back("v1");
+  if (c.kernel != "v1") kernels.push_back("v2");
+  std::vector<std::string> numerics;
+  if (c.numerics != "vllm") numerics.push_back("ours");
+  if (c.numerics != "ours") numerics.push_back("vllm");
+
+  std::vector<CaseResult> results;
+  std::vector<std::vector<std::uint8_t>> outputs;  // each launched case's out, for metrics
+  for (const std::string& profile : c.profiles) {
+    const emu::Profile prof = emu::load_profile(profile);
+    for (const std::string& kernel : kernels) {
+      const std::vector<int> parts = kernel == "v1" ? std::vector<int>{0} : c.partition_sizes;
+      for (int P : parts) {
+        for (const std::string& num : numerics) {
+          for (int k : c.exp_ulps) {
+            CaseResult r;
+            r.kernel = kernel;
+            r.profile = prof.name;
+            r.backend = c.backend;
+            r.dtype = in.dtype == DType::f32 ? "f32" : in.dtype == DType::bf16 ? "bf16" : "f16";
+            r.kv_cache_dtype = in.kv_cache_dtype();
+            r.distribution = in.distribution;
+            r.numerics = num;
+            r.num_seqs = in.num_seqs;
+            r.num_heads = in.num_heads;
+            r.num_kv_heads = in.num_kv_heads;
+            r.head_size = in.head_size;
+            r.block_size = in.block_size;
+            r.seq_len = in.max_seq_len;
+            r.partition_size = P;
+            r.alibi = !in.alibi_slopes.empty();
+            r.seed = in.seed;
+            emu::math::ExpModel em;
+            if (k > 0) {
+              em.mode = c.exp_mode == "up"     ? emu::math::ExpModel::Mode::up
+                        : c.exp_mode == "down" ? emu::math::ExpModel::Mode::down
+                                               : emu::math::ExpModel::Mode::random;
+              em.max_ulp = k;
+              em.seed = c.exp_seed;
+            }
+            r.exp_mode = mode_name(em.mode);
+            r.exp_max_ulp = em.max_ulp;
+            r.exp_seed = em.mode == emu::math::ExpModel::Mode::random ? em.seed : 0;
+            r.exp_stated_a = prof.expf_fast_ulp_a;
+            r.exp_stated_b = prof.expf_fast_ulp_b;
+
+            Options opt;
+            opt.numerics = num == "vllm" ? Numerics::vllm_compatible : Numerics::exact_fp32;
+            if (P) opt.partition_size = P;
+            const std::int64_t NP =
+                P ? std::max<std::int64_t>(1, max_num_partitions(in.max_seq_len, P)) : 1;
+            Buffer out(in.dtype, {S, H, D});
+            const auto t0 = std::chrono::steady_clock::now();
+            try {
+              ExpModelScope scope(em);
+              const Backend be = Backend::emulator(profile);
+              if (kernel == "v1") {
+                paged_attention_v1(out.view, q, kc, vc, KVH, in.scale, bt, sl, B, in.max_seq_len,
+                                   al, in.kv_cache_dtype(), in.k_scale, in.v_scale, 0, 0, 0, 64, 0,
+                                   be, opt);
+              } else {
+                Buffer es(DType::f32, {S, H, NP}), ml(DType::f32, {S, H, NP});
+                Buffer tmp(num == "vllm" ? in.dtype : DType::f32, {S, H, NP, D});
+                paged_attention_v2(out.view, es.view, ml.view, tmp.view, q, kc, vc, KVH, in.scale,
+                                   bt, sl, B, in.max_seq_len, al, in.kv_cache_dtype(), in.k_scale,
+                                   in.v_scale, 0, 0, 0, 64, 0, be, opt);
+              }
+              r.status = "ok";
+              r.launched = true;
+            } catch (const LaunchError& e) {
+              r.status = "refused";
+              r.reason = e.what();
+            } catch (const std::exception& e) {
+              r.status = "error";
+              r.reason = e.what();
+            }
+            r.time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+            outputs.push_back(r.launched ? std::move(out.bytes) : std::vector<std::uint8_t>{});
+            results.push_back(std::move(r));
+          }
+        }
+      }
+    }
+  }
+
+  const ref::Output exact = reference.get();
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    CaseResult& r = results[i];
+    r.ref_time_s = ref_time;
+    if (r.launched)
+      r.metrics = compute_metrics(in.dtype, outputs[i].data(), exact.value, exact.bits);
+    if (progress) progress(r);
+  }
+  return results;
+}
+
+std::vector<CaseResult> run_grid(const Config& c,
+                                 const std::function<void(const CaseResult&)>& progress) {
+  std::vector<CaseResult> all;
+  for (int ns : c.num_seqs) {
+    for (int nh : c.num_heads) {
+      for (int nkv : c.num_kv_heads) {
+        if (nh % nkv != 0)
+          continue;  // not a whole GQA group: skipped (check_config
+                     // rejects a grid with no valid pair)
+        for (int hs : c.head_sizes) {
+          for (int bs : c.block_sizes) {
+            for (const std::string& dt : c.dtypes) {
+              for (const std::string& kv : c.kv_cache_dtypes) {
+                for (int len : c.seq_lens) {
+                  for (const std::string& al : c.alibi) {
+                    for (const std::string& dist : c.distributions) {
+                      for (std::uint64_t seed : c.seeds) {
+                        CaseShape sh;
+                        sh.num_seqs = ns;
+                        sh.num_heads = nh;
+                        sh.num_kv_heads = nkv;
+                        sh.head_size = hs;
+                        sh.block_size = bs;
+                        sh.dtype = dt == "f32"    ? DType::f32
+                                   : dt == "bf16" ? DType::bf16
+                                                  : DType::f16;
+                        if (!parse_kv_cache_dtype(kv, &sh.cache)) {
+                          throw UsageError("--kv-cache-dtype: unknown '" + kv + "'");
+                        }
+                        sh.seq_len = len;
+                        sh.alibi = al == "on";
+                        Inputs in = generate_inputs(sh, dist, seed, c.threads);
+                        if (c.has_scale) in.scale = static_cast<float>(c.scale);
+                        for (CaseResult& r : run_inputs(c, in, progress)) {
+                          all.push_back(std::move(r));
+                        }
+                      }
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  return all;
+}
+
+}  // namespace pagedattn::audit
