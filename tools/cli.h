@@ -53,5 +53,7 @@ void check_profile(const std::string& flag, const std::string& name);
 
 int cmd_limits(const std::vector<std::string>& argv);
 int cmd_run(const std::vector<std::string>& argv);
+// `audit` reports its own usage errors (exit code 2) and runtime failures (1).
+int cmd_audit(const std::vector<std::string>& argv);
 
 }  // namespace cli

@@ -16,6 +16,8 @@ const char* const kHelp =
     "  limits   each kernel's shared memory, threads and grid on a device profile,\n"
     "           and the longest sequence V1 fits\n"
     "  run      replay a decode step from .npy files (vLLM's argument names) on the emulator\n"
+    "  audit    precision audit: V1 and V2 against the exact reference over a grid of cases\n"
+    "           or a replay folder; table, JSON and CSV reports\n"
     "\n"
     "`pagedattn COMMAND --help` describes a command's flags.\n"
     "Exit codes: 0 success, 1 runtime failure, 2 usage error.\n";
@@ -37,7 +39,8 @@ int main(int argc, char** argv) {
   try {
     if (command == "limits") return cli::cmd_limits(args);
     if (command == "run") return cli::cmd_run(args);
-    throw cli::UsageError("unknown command '" + command + "' (allowed: {limits, run})");
+    if (command == "audit") return cli::cmd_audit(args);
+    throw cli::UsageError("unknown command '" + command + "' (allowed: {limits, run, audit})");
   } catch (const cli::UsageError& e) {
     std::cerr << "pagedattn " << (command == "limits" || command == "run" ? command + ": " : "")
               << e.what() << "\n(see pagedattn "
