@@ -30,6 +30,12 @@ struct ScalarOps<__nv_bfloat16> {
   }
 };
 
+// The kernels' exp (CUDA's fast intrinsic; the emulator's exp model), as a policy for
+// the merge algebra of lse_state.h.
+struct FastExp {
+  __device__ __forceinline__ float operator()(float x) const { return __expf(x); }
+};
+
 // Rounds a float to the scalar type and back (vllm_compatible rounds probabilities so).
 template <class T>
 __device__ __forceinline__ float round_to(float v) {

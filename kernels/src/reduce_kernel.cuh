@@ -9,6 +9,7 @@
 #include "attention_kernel.cuh"  // smem, imin
 #include "convert.cuh"
 #include "kernel_args.h"
+#include "pagedattn/lse_state.h"
 #include "pagedattn/resources.h"
 #include "platform.cuh"
 #include "warp_reduce.cuh"
@@ -72,10 +73,8 @@ __global__ void __launch_bounds__(kThreadsPerBlock) reduce_kernel(const ReduceAr
     __syncthreads();  // the previous chunk's weights are consumed
     const int p = c0 + tid;
     if (p < num_parts) {
-      const float m_p = max_logits[p];
-      const float s_p = exp_sums[p];
-      // An empty state weighs 0 by selection: exp(-inf - -inf) is never evaluated.
-      weights[tid] = (s_p > 0.f && m_p > -INFINITY) ? s_p * __expf(m_p - M) : 0.f;
+      // w_p = s_p exp(m_p - M); an empty state weighs 0 by selection (lse_state.h).
+      weights[tid] = LseState<float>{max_logits[p], exp_sums[p]}.weight_at(M, FastExp());
     }
     __syncthreads();
     const int count = imin(NUM_THREADS, num_parts - c0);

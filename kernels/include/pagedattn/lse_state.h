@@ -23,14 +23,20 @@ struct LseState {
   PAGEDATTN_HD static LseState empty() { return {-static_cast<T>(INFINITY), T(0)}; }
   PAGEDATTN_HD bool is_empty() const { return !(s > T(0)); }
 
-  // Weights (w_self, w_other) of the two operands in their merge: w = s * exp(m - M).
-  // An empty operand gets weight 0 by selection, so exp(-inf - -inf) is never evaluated.
+  // This state's exp-sum rescaled to a reference max M >= m: s * exp(m - M). An empty
+  // state weighs 0 by selection, so exp(-inf - -inf) is never evaluated.
+  template <class Exp = StdExp>
+  PAGEDATTN_HD T weight_at(T M, Exp exp_fn = Exp()) const {
+    return is_empty() || !(m > -static_cast<T>(INFINITY)) ? T(0) : s * exp_fn(m - M);
+  }
+
+  // Weights (w_self, w_other) of the two operands in their merge, at M = max(m, other.m).
   template <class Exp = StdExp>
   PAGEDATTN_HD void merge_weights(const LseState& other, T* w_self, T* w_other,
                                   Exp exp_fn = Exp()) const {
     const T M = m > other.m ? m : other.m;
-    *w_self = is_empty() ? T(0) : s * exp_fn(m - M);
-    *w_other = other.is_empty() ? T(0) : other.s * exp_fn(other.m - M);
+    *w_self = weight_at(M, exp_fn);
+    *w_other = other.weight_at(M, exp_fn);
   }
 
   // The (m, s) part of the merge; empty merged with empty stays empty.
