@@ -44,8 +44,9 @@ inline cudaError_t launch_kernel(void (*kernel)(P...), dim3 grid, dim3 block,
 template <class... P>
 inline cudaError_t allow_dynamic_smem(void (*kernel)(P...), std::size_t smem_bytes) {
   if (smem_bytes <= 48 * 1024) return cudaSuccess;
-  return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                              static_cast<int>(smem_bytes));
+  // Clamped, not wrapped: a request past INT_MAX must still be refused.
+  const int bytes = smem_bytes > 0x7fffffff ? 0x7fffffff : static_cast<int>(smem_bytes);
+  return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
 }
 
 }  // namespace pagedattn::detail::PAGEDATTN_EXEC_NS
