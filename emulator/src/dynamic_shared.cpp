@@ -1,5 +1,6 @@
 // Dynamic shared memory, and the poisoning of static shared memory for initcheck.
 #include <dlfcn.h>
+#include <pthread.h>
 #include <link.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -28,6 +29,24 @@ ColdTls& cold_tls() {
   return g_cold;
 }
 
+namespace {
+void release(void* p) {
+  auto* c = static_cast<ColdTls*>(p);
+  if (c->free_stacks) c->free_stacks(c->stacks);
+  if (c->dyn_region) munmap(c->dyn_region, c->dyn_region_len);
+  delete c->last_message;
+  delete c->last_findings;
+  *c = ColdTls{};
+}
+}  // namespace
+
+void release_thread_resources_at_exit() {
+  static pthread_key_t key;
+  static std::once_flag once;
+  std::call_once(once, [] { pthread_key_create(&key, release); });
+  if (!pthread_getspecific(key)) pthread_setspecific(key, &g_cold);
+}
+
 std::vector<TlsRange> emulator_tls_ranges() {
   return {{reinterpret_cast<const unsigned char*>(&g_cold), sizeof g_cold},
           {reinterpret_cast<const unsigned char*>(&tls_thread), sizeof tls_thread},
@@ -46,6 +65,7 @@ void prepare_dynamic_shared(std::size_t bytes, unsigned char poison) {
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (m == MAP_FAILED) throw std::bad_alloc();
     c.dyn_region = static_cast<unsigned char*>(m);
+    release_thread_resources_at_exit();
   }
   const std::size_t rounded = (bytes + 15) / 16 * 16;
   unsigned char* end = c.dyn_region + page + cap;  // the upper guard page starts here

@@ -21,6 +21,7 @@
 #include "emu/profile.h"
 #include "internal.h"
 #include "tls.h"
+#include "worker_pool.h"
 
 namespace emu::detail {
 
@@ -149,7 +150,7 @@ void run_parallel(const KernelEntry& k, dim3 grid, dim3 block, std::size_t smem,
                   const char* name, bool poison, LaunchRun& run) {
   const unsigned long long blocks = 1ull * grid.x * grid.y * grid.z;
   std::atomic<unsigned long long> next{0};
-  auto worker = [&] {
+  const std::function<void()> worker = [&] {
     for (;;) {
       unsigned long long b = next.fetch_add(1);
       if (b >= blocks) break;
@@ -171,10 +172,7 @@ void run_parallel(const KernelEntry& k, dim3 grid, dim3 block, std::size_t smem,
     worker();
     return;
   }
-  std::vector<std::thread> pool;
-  for (int i = 1; i < n; ++i) pool.emplace_back(worker);
-  worker();
-  for (auto& t : pool) t.join();
+  WorkerPool::instance().run(n - 1, worker);
 }
 
 using Image = std::vector<std::vector<unsigned char>>;

@@ -69,7 +69,11 @@ std::size_t stack_bytes() {
 
 StackPool& stack_pool() {
   ColdTls& c = cold_tls();
-  if (!c.stacks) c.stacks = new StackPool(stack_bytes());  // lives as long as the host thread
+  if (!c.stacks) {  // lives as long as the host thread
+    c.stacks = new StackPool(stack_bytes());
+    c.free_stacks = [](void* pool) { delete static_cast<StackPool*>(pool); };
+    release_thread_resources_at_exit();
+  }
   return *static_cast<StackPool*>(c.stacks);
 }
 

@@ -10,8 +10,12 @@
 
 namespace emu::detail {
 
+// Trivially destructible on purpose: a C++ destructor would add a thread-local guard
+// variable that initcheck's poisoning would clobber. Resources are returned at thread
+// exit through a pthread key instead (release_thread_resources_at_exit).
 struct ColdTls {
-  void* stacks = nullptr;               // StackPool*, owned for the thread's life
+  void* stacks = nullptr;  // StackPool*, owned for the thread's life
+  void (*free_stacks)(void*) = nullptr;
   unsigned char* dyn_base = nullptr;    // this block's dynamic shared memory
   unsigned char* dyn_region = nullptr;  // the mmap'd pool behind it
   std::size_t dyn_region_len = 0;
@@ -22,6 +26,8 @@ struct ColdTls {
 };
 
 ColdTls& cold_tls();
+// Arranges for this host thread's stacks and shared-memory pool to be freed when it ends.
+void release_thread_resources_at_exit();
 
 // Address ranges of the emulator's own thread-local state on this host thread.
 struct TlsRange {

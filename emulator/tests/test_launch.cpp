@@ -3,7 +3,9 @@
 
 #include <emu/cuda_runtime.h>
 
+#include <cstdio>
 #include <string>
+#include <thread>
 
 // Kernels sit in the global namespace: `extern __shared__` there names the emulator's
 // pools (see emu/dynamic_shared.h).
@@ -100,4 +102,35 @@ TEST(Runtime, MemcpyAndMemsetCheckTheirRanges) {
   EXPECT_EQ(cudaFree(d), cudaSuccess);
   EXPECT_EQ(cudaFree(d), cudaErrorInvalidDevicePointer);
   EXPECT_STREQ(cudaGetErrorName(cudaErrorIllegalAddress), "cudaErrorIllegalAddress");
+}
+
+namespace {
+int mapped_regions() {
+  std::FILE* f = std::fopen("/proc/self/maps", "r");
+  int n = 0;
+  for (int c; (c = std::fgetc(f)) != EOF;) n += c == '\n';
+  std::fclose(f);
+  return n;
+}
+}  // namespace
+
+TEST(Launch, ManyLaunchesFromManyHostThreadsDoNotLeakMappings) {
+  emu::use_profile("h200");
+  emu::set_host_threads(2);
+  float* out;
+  ASSERT_EQ(cudaMalloc(&out, 64 * 4), cudaSuccess);
+  for (int i = 0; i < 50; ++i)
+    ASSERT_EQ(emu::launch(touch_dynamic, dim3(4), dim3(64), 256, out), cudaSuccess);
+  const int before = mapped_regions();
+  for (int i = 0; i < 2000; ++i)
+    ASSERT_EQ(emu::launch(touch_dynamic, dim3(4), dim3(64), 256, out), cudaSuccess);
+  // Launches from short-lived host threads give their stacks and pools back when they end.
+  for (int i = 0; i < 50; ++i) {
+    std::thread t(
+        [&] { EXPECT_EQ(emu::launch(touch_dynamic, dim3(1), dim3(64), 256, out), cudaSuccess); });
+    t.join();
+  }
+  EXPECT_LE(mapped_regions(), before + 8);
+  emu::set_host_threads(0);
+  cudaFree(out);
 }
