@@ -129,9 +129,10 @@ const std::vector<KeyInfo>& keys() {
       {"alibi", "off|on[,...]", "ALiBi slopes 2^(-8(h+1)/H) (default off)"},
       {"scale", "X", "softmax scale, finite (default head_size^-0.5)"},
       {"kernel", "v1|v2|both", "kernels to audit (default both)"},
-      {"numerics", "ours|vllm|both",
-       "ours = Numerics::exact_fp32, vllm = "
-       "Numerics::vllm_compatible (default both)"},
+      {"numerics", "ours|vllm|both|ablation",
+       "ours = Numerics::exact_fp32, vllm = Numerics::vllm_compatible; ablation = ours, "
+       "each single vLLM choice alone (vllm_partials_only, vllm_epsilon_only, "
+       "vllm_round_p_only) and vllm (default both)"},
       {"exp-ulp", "K[,K...]", "exp model: __expf wrong by up to K ulps, 0..1000 (default 0)"},
       {"exp-mode", "random|up|down", "direction of the exp error (default random)"},
       {"exp-seed", "S", "seed of the random exp model (default 0)"},
@@ -209,7 +210,7 @@ void apply_key(Config& c, const std::string& raw_key, const std::string& v, cons
   } else if (key == "kernel") {
     c.kernel = choice(w, v, {"v1", "v2", "both"});
   } else if (key == "numerics") {
-    c.numerics = choice(w, v, {"ours", "vllm", "both"});
+    c.numerics = choice(w, v, {"ours", "vllm", "both", "ablation"});
   } else if (key == "exp-ulp") {
     c.exp_ulps = int_list(w, v, 0, 1000, "an integer in [0, 1000]");
   } else if (key == "exp-mode") {

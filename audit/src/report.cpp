@@ -56,7 +56,7 @@ void print_table(std::ostream& os, const std::vector<CaseResult>& cases) {
   char line[512];
   std::snprintf(
       line, sizeof line,
-      "%-3s %-8s %-5s %-8s %-7s %-5s %-13s %-4s %-5s %-14s %-8s %9s %9s %9s %9s %6s %8s\n", "ker",
+      "%-3s %-8s %-5s %-8s %-7s %-5s %-13s %-4s %-18s %-14s %-8s %9s %9s %9s %9s %6s %8s\n", "ker",
       "profile", "dtype", "kv", "seq_len", "P", "distribution", "seed", "num", "exp", "status",
       "max_abs", "mean_abs", "max_ulp", "max_rel", "bound", "time_s");
   os << line;
@@ -64,7 +64,7 @@ void print_table(std::ostream& os, const std::vector<CaseResult>& cases) {
     const bool m = r.metrics.has_value();
     std::snprintf(
         line, sizeof line,
-        "%-3s %-8s %-5s %-8s %-7lld %-5s %-13s %-4llu %-5s %-14s %-8s %9s %9s %9s %9s %6s %8.3f\n",
+        "%-3s %-8s %-5s %-8s %-7lld %-5s %-13s %-4llu %-18s %-14s %-8s %9s %9s %9s %9s %6s %8.3f\n",
         r.kernel.c_str(), r.profile.c_str(), r.dtype.c_str(), r.kv_cache_dtype.c_str(),
         static_cast<long long>(r.seq_len),
         r.partition_size ? std::to_string(r.partition_size).c_str() : "-", r.distribution.c_str(),

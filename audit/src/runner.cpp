@@ -94,6 +94,24 @@ TensorView view(const void* data, DType t, std::initializer_list<std::int64_t> s
 
 }  // namespace
 
+std::vector<NumericsVariant> numerics_variants(const std::string& selection) {
+  const NumericsVariant ours{"ours", Numerics::exact_fp32, {}};
+  const NumericsVariant vllm{"vllm", Numerics::vllm_compatible, NumericsChoices::all()};
+  if (selection == "ours") return {ours};
+  if (selection == "vllm") return {vllm};
+  if (selection == "both") return {ours, vllm};
+  if (selection == "ablation") {
+    NumericsVariant partials{"vllm_partials_only", Numerics::exact_fp32, {}};
+    partials.choices.partials_in_output_dtype = true;
+    NumericsVariant eps{"vllm_epsilon_only", Numerics::exact_fp32, {}};
+    eps.choices.epsilon_denominator = true;
+    NumericsVariant round_p{"vllm_round_p_only", Numerics::exact_fp32, {}};
+    round_p.choices.round_probabilities = true;
+    return {ours, partials, eps, round_p, vllm};
+  }
+  throw UsageError("--numerics: unknown '" + selection + "' (ours, vllm, both, ablation)");
+}
+
 std::vector<CaseResult> run_inputs(const Config& c, const Inputs& in,
                                    const std::function<void(const CaseResult&)>& progress) {
   emu::set_host_threads(c.threads);
@@ -122,9 +140,7 @@ std::vector<CaseResult> run_inputs(const Config& c, const Inputs& in,
   std::vector<std::string> kernels;
   if (c.kernel != "v2") kernels.push_back("v1");
   if (c.kernel != "v1") kernels.push_back("v2");
-  std::vector<std::string> numerics;
-  if (c.numerics != "vllm") numerics.push_back("ours");
-  if (c.numerics != "ours") numerics.push_back("vllm");
+  const std::vector<NumericsVariant> numerics = numerics_variants(c.numerics);
 
   std::vector<CaseResult> results;
   std::vector<std::vector<std::uint8_t>> outputs;  // each launched case's out, for metrics
@@ -133,7 +149,7 @@ std::vector<CaseResult> run_inputs(const Config& c, const Inputs& in,
     for (const std::string& kernel : kernels) {
       const std::vector<int> parts = kernel == "v1" ? std::vector<int>{0} : c.partition_sizes;
       for (int P : parts) {
-        for (const std::string& num : numerics) {
+        for (const NumericsVariant& num : numerics) {
           for (int k : c.exp_ulps) {
             CaseResult r;
             r.kernel = kernel;
@@ -142,7 +158,7 @@ std::vector<CaseResult> run_inputs(const Config& c, const Inputs& in,
             r.dtype = in.dtype == DType::f32 ? "f32" : in.dtype == DType::bf16 ? "bf16" : "f16";
             r.kv_cache_dtype = in.kv_cache_dtype();
             r.distribution = in.distribution;
-            r.numerics = num;
+            r.numerics = num.name;
             r.num_seqs = in.num_seqs;
             r.num_heads = in.num_heads;
             r.num_kv_heads = in.num_kv_heads;
@@ -167,7 +183,8 @@ std::vector<CaseResult> run_inputs(const Config& c, const Inputs& in,
             r.exp_stated_b = prof.expf_fast_ulp_b;
 
             Options opt;
-            opt.numerics = num == "vllm" ? Numerics::vllm_compatible : Numerics::exact_fp32;
+            opt.numerics = num.numerics;
+            opt.vllm_choices = num.choices;
             if (P) opt.partition_size = P;
             const std::int64_t NP =
                 P ? std::max<std::int64_t>(1, max_num_partitions(in.max_seq_len, P)) : 1;
@@ -182,7 +199,8 @@ std::vector<CaseResult> run_inputs(const Config& c, const Inputs& in,
                                    be, opt);
               } else {
                 Buffer es(DType::f32, {S, H, NP}), ml(DType::f32, {S, H, NP});
-                Buffer tmp(num == "vllm" ? in.dtype : DType::f32, {S, H, NP, D});
+                Buffer tmp(effective_choices(opt).partials_in_output_dtype ? in.dtype : DType::f32,
+                           {S, H, NP, D});
                 paged_attention_v2(out.view, es.view, ml.view, tmp.view, q, kc, vc, KVH, in.scale,
                                    bt, sl, B, in.max_seq_len, al, in.kv_cache_dtype(), in.k_scale,
                                    in.v_scale, 0, 0, 0, 64, 0, be, opt);

@@ -44,6 +44,12 @@ TEST(Config, FlagsFillTheGrid) {
   EXPECT_EQ(c.numerics, "vllm");
 }
 
+TEST(Config, NumericsAblationIsAChoice) {
+  bool help = false;
+  EXPECT_EQ(parse_command_line({"--numerics", "ablation"}, &help).numerics, "ablation");
+  EXPECT_NE(usage_message({"--numerics", "fast"}).find("ablation"), std::string::npos);
+}
+
 TEST(Config, BadFlagsNameFlagAndAllowedValues) {
   EXPECT_NE(usage_message({"--num-head", "3"}).find("unknown flag '--num-head'"),
             std::string::npos);

@@ -9,8 +9,10 @@
 // Numerics (NUMERICS.md): fp32 everywhere; explicit fmaf so nvcc (built with
 // --fmad=false) and the emulator round identically; __expf for exp. Slots past seq_len
 // are never loaded (selection, not multiplication by 0). Exact mode: the output is
-// (sum_i e_i v_i) / s with no epsilon; vllm_compatible: probabilities e_i / (s + 1e-6)
-// rounded to the scalar type before P.V, fp8 values dequantized and rounded per element.
+// (sum_i e_i v_i) / s with no epsilon. vLLM's choices (NumericsChoices, runtime flags):
+// eps: the denominator is 1 / (s + 1e-6) times; round_p: probabilities e_i * (1 / d)
+// rounded to the scalar type before P.V (d = s or s + 1e-6), fp8 elements dequantized
+// and rounded per element; !tmp_fp32: V2's partials stored in the scalar type.
 #pragma once
 #include <cstdint>
 #include "convert.cuh"
@@ -90,7 +92,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock) attention_kernel(const AttnA
   const int end_blk = (end + BLOCK_SIZE - 1) / BLOCK_SIZE;
   const int kv_head = head / (a.num_heads / a.num_kv_heads);
   const float slope = a.alibi_slopes ? a.alibi_slopes[head] : 0.f;
-  const bool fp8_compat = Cache::kFp8 && a.compat;
+  const bool fp8_round = Cache::kFp8 && a.round_p;
   const std::int32_t* block_table = a.block_tables + seq * a.block_table_stride;
 
   const scalar_t* q = static_cast<const scalar_t*>(a.query) + seq * a.q_seq_stride +
@@ -119,7 +121,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock) attention_kernel(const AttnA
           for (int v = 0; v < VEC; ++v) {
             const int d = c * VEC + v;
             float kv = Cache::load(k[(d / X) * (BLOCK_SIZE * X) + d % X], a.fp8_e5m2);
-            if (fp8_compat) kv = round_to<scalar_t>(kv * a.k_scale);
+            if (fp8_round) kv = round_to<scalar_t>(kv * a.k_scale);
             dot = fmaf(q_s[d], kv, dot);
           }
         }
@@ -155,8 +157,10 @@ __global__ void __launch_bounds__(kThreadsPerBlock) attention_kernel(const AttnA
 #pragma unroll
   for (int w = 1; w < NUM_WARPS; ++w) s += red[NUM_WARPS + w];
 
-  if (a.compat) {  // vLLM: p_i = e_i / (s + 1e-6), rounded to scalar_t before P.V
-    const float inv = 1.f / (s + 1e-6f);
+  // vLLM's reciprocal of the denominator (eps: s + 1e-6, a bias; s >= 1 needs none).
+  const float inv = 1.f / (a.eps ? s + 1e-6f : s);
+  if (a.round_p) {  // vLLM: p_i = e_i * inv, rounded to scalar_t before P.V
+
     for (int i = tid; i < n; i += NUM_THREADS) logits[i] = round_to<scalar_t>(logits[i] * inv);
     __syncthreads();
   }
@@ -182,7 +186,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock) attention_kernel(const AttnA
           const int d = lane_row + r * ROWS_PER_PASS;
           if (HEAD_SIZE % ROWS_PER_PASS == 0 || d < HEAD_SIZE) {
             float vv = Cache::load(v[d * BLOCK_SIZE + token_in_block], a.fp8_e5m2);
-            if (fp8_compat) vv = round_to<scalar_t>(vv * a.v_scale);
+            if (fp8_round) vv = round_to<scalar_t>(vv * a.v_scale);
             acc[r] = fmaf(p, vv, acc[r]);
           }
         }
@@ -210,8 +214,9 @@ __global__ void __launch_bounds__(kThreadsPerBlock) attention_kernel(const AttnA
       if (d >= HEAD_SIZE) continue;
       float o = acc[r];
       for (int w = 1; w < NUM_WARPS; ++w) o += pv[(w - 1) * HEAD_SIZE + d];
-      if (!a.compat) {
-        o = o / s;  // s >= 1: the max term contributes exp(0) = 1; no epsilon needed
+      if (!a.round_p) {  // p_i not yet normalized
+        // Ours: s >= 1 (the max term contributes exp(0) = 1), one division, no epsilon.
+        o = a.eps ? o * inv : o / s;
         if (Cache::kFp8) o = o * a.v_scale;
       }
       if (a.final_output) {

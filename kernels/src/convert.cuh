@@ -36,7 +36,7 @@ struct FastExp {
   __device__ __forceinline__ float operator()(float x) const { return __expf(x); }
 };
 
-// Rounds a float to the scalar type and back (vllm_compatible rounds probabilities so).
+// Rounds a float to the scalar type and back (round_probabilities rounds probabilities so).
 template <class T>
 __device__ __forceinline__ float round_to(float v) {
   return ScalarOps<T>::to_float(ScalarOps<T>::from_float(v));

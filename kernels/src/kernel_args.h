@@ -25,12 +25,14 @@ struct AttnArgs {
   std::int64_t kv_head_stride;
   std::int64_t block_table_stride;
   float qk_scale;  // multiplies q.k: scale (times k_scale for fp8 under exact numerics)
-  float k_scale;   // fp8 under vllm_compatible: applied per element, as vLLM does
-  float v_scale;   // fp8: per element (vllm_compatible) or once on the output (exact)
+  float k_scale;   // fp8 with round_p: applied per element, as vLLM does
+  float v_scale;   // fp8: per element (round_p) or once on the output (exact)
   bool fp8_e5m2;   // fp8 cache format (else E4M3); ignored for scalar caches
   bool final_output;
-  bool compat;    // Numerics::vllm_compatible
-  bool tmp_fp32;  // tmp_out holds floats (else the scalar type)
+  // NumericsChoices, one runtime flag each (no extra instantiations):
+  bool eps;       // epsilon_denominator: scale by 1 / (s + 1e-6) instead of dividing by s
+  bool round_p;   // round_probabilities (and fp8-dequantized elements) to the scalar type
+  bool tmp_fp32;  // !partials_in_output_dtype: tmp_out holds floats (else the scalar type)
 };
 
 struct ReduceArgs {
@@ -43,8 +45,8 @@ struct ReduceArgs {
   int head_size;
   int max_num_partitions;
   int partition_size;
-  bool compat;
-  bool tmp_fp32;
+  bool eps;       // epsilon_denominator
+  bool tmp_fp32;  // !partials_in_output_dtype
 };
 
 }  // namespace pagedattn::detail

@@ -92,12 +92,13 @@ __global__ void __launch_bounds__(kThreadsPerBlock) reduce_kernel(const ReduceAr
   }
   // total >= 1 when M is a real max (its partition has s >= 1, weight s * exp(0));
   // total == 0 only if every state was empty, and then the output is 0.
-  const float inv = a.compat ? 1.f / (total + 1e-6f) : 0.f;
+  // epsilon_denominator: vLLM's 1 / (total + 1e-6) and a multiply.
+  const float inv = a.eps ? 1.f / (total + 1e-6f) : 0.f;
 #pragma unroll
   for (int k = 0; k < MAX_ROWS_PER_THREAD; ++k) {
     const int d = tid + k * NUM_THREADS;
     if (d >= hs) continue;
-    const float o = a.compat ? acc[k] * inv : (total > 0.f ? acc[k] / total : 0.f);
+    const float o = a.eps ? acc[k] * inv : (total > 0.f ? acc[k] / total : 0.f);
     out[d] = Ops::from_float(o);
   }
 }

@@ -19,7 +19,7 @@ struct Target {
 
 inline AttnArgs make_attn_args(const AttentionParams& p) {
   const bool fp8 = p.cache != CacheFormat::same;
-  const bool compat = p.numerics == Numerics::vllm_compatible;
+  const bool round_p = p.choices.round_probabilities;
   AttnArgs a{};
   a.out = p.out;
   a.exp_sums = p.exp_sums;
@@ -41,13 +41,14 @@ inline AttnArgs make_attn_args(const AttentionParams& p) {
   a.block_table_stride = p.block_table_stride;
   // Exact numerics fold k_scale into the logit scale (one rounding, in double, instead of
   // one per element); vLLM scales (and rounds) every dequantized element.
-  a.qk_scale = static_cast<float>(fp8 && !compat ? p.scale * p.k_scale : p.scale);
+  a.qk_scale = static_cast<float>(fp8 && !round_p ? p.scale * p.k_scale : p.scale);
   a.k_scale = static_cast<float>(p.k_scale);
   a.v_scale = static_cast<float>(p.v_scale);
   a.fp8_e5m2 = p.cache == CacheFormat::fp8_e5m2;
   a.final_output = p.kernel == Kernel::v1;
-  a.compat = compat;
-  a.tmp_fp32 = !compat;
+  a.eps = p.choices.epsilon_denominator;
+  a.round_p = round_p;
+  a.tmp_fp32 = !p.choices.partials_in_output_dtype;
   return a;
 }
 
@@ -62,8 +63,8 @@ inline ReduceArgs make_reduce_args(const AttentionParams& p) {
   r.head_size = p.head_size;
   r.max_num_partitions = p.max_num_partitions;
   r.partition_size = p.partition_size;
-  r.compat = p.numerics == Numerics::vllm_compatible;
-  r.tmp_fp32 = !r.compat;
+  r.eps = p.choices.epsilon_denominator;
+  r.tmp_fp32 = !p.choices.partials_in_output_dtype;
   return r;
 }
 

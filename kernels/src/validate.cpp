@@ -77,7 +77,7 @@ void check_partition_size(int partition_size, std::int64_t block_size) {
 // V2 state tensors: exp_sums, max_logits [S, H, P] f32; tmp_out [S, H, P, D].
 void check_states(const TensorView& exp_sums, const TensorView& max_logits,
                   const TensorView& tmp_out, std::int64_t S, std::int64_t H, std::int64_t P,
-                  std::int64_t D, DType scalar, Numerics numerics) {
+                  std::int64_t D, DType scalar, const NumericsChoices& choices) {
   const char* dims = "num_seqs, num_heads, max_num_partitions = ceil(max_seq_len / partition_size)";
   for (auto [t, name] : {std::pair{&exp_sums, "exp_sums"}, std::pair{&max_logits, "max_logits"}}) {
     require_defined(*t, name);
@@ -86,12 +86,13 @@ void check_states(const TensorView& exp_sums, const TensorView& max_logits,
     require_contiguous(*t, name);
   }
   require_defined(tmp_out, "tmp_out");
-  if (numerics == Numerics::exact_fp32) {
+  if (!choices.partials_in_output_dtype) {
     require_dtype(tmp_out, "tmp_out", DType::f32,
-                  "Numerics::exact_fp32 keeps partial outputs in fp32; vllm_compatible uses the "
-                  "output dtype");
+                  "Numerics::exact_fp32 keeps partial outputs in fp32; vllm_compatible (or "
+                  "partials_in_output_dtype) uses the output dtype");
   } else {
-    require_dtype(tmp_out, "tmp_out", scalar, "Numerics::vllm_compatible: the output dtype");
+    require_dtype(tmp_out, "tmp_out", scalar,
+                  "Numerics::vllm_compatible (partials_in_output_dtype): the output dtype");
   }
   require_shape(tmp_out, "tmp_out", {S, H, P, D},
                 "num_seqs, num_heads, max_num_partitions, head_size");
@@ -112,6 +113,7 @@ AttentionParams validate_attention(
   AttentionParams p;
   p.kernel = kernel;
   p.numerics = options.numerics;
+  p.choices = effective_choices(options);
 
   // Block-sparse attention is not implemented: only vLLM's defaults are accepted.
   const auto no_blocksparse = [](std::int64_t got, std::int64_t want, const char* name) {
@@ -295,7 +297,7 @@ AttentionParams validate_attention(
            " must be <= 65535 (the grid's z limit): raise options.partition_size");
     }
     p.max_num_partitions = static_cast<int>(P);
-    check_states(exp_sums, max_logits, tmp_out, S, H, P, D, p.scalar, options.numerics);
+    check_states(exp_sums, max_logits, tmp_out, S, H, P, D, p.scalar, p.choices);
     p.exp_sums = exp_sums.as<float>();
     p.max_logits = max_logits.as<float>();
     p.tmp_out = tmp_out.data;
@@ -313,6 +315,7 @@ AttentionParams validate_reduce(const TensorView& out, const TensorView& exp_sum
   AttentionParams p;
   p.kernel = Kernel::reduce;
   p.numerics = options.numerics;
+  p.choices = effective_choices(options);
   require_defined(out, "out");
   if (out.ndim != 3 || !is_scalar_dtype(out.dtype)) {
     fail(
@@ -337,7 +340,7 @@ AttentionParams validate_reduce(const TensorView& out, const TensorView& exp_sum
          std::to_string(max_seq_len));
   }
   const std::int64_t P = max_num_partitions(max_seq_len, options.partition_size);
-  check_states(exp_sums, max_logits, tmp_out, S, H, P, D, out.dtype, options.numerics);
+  check_states(exp_sums, max_logits, tmp_out, S, H, P, D, out.dtype, p.choices);
   require_defined(seq_lens, "seq_lens");
   require_dtype(seq_lens, "seq_lens", DType::i32, "token counts");
   require_shape(seq_lens, "seq_lens", {S}, "num_seqs");

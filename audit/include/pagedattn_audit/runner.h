@@ -10,6 +10,7 @@
 #include "pagedattn_audit/config.h"
 #include "pagedattn_audit/inputs.h"
 #include "pagedattn_audit/metrics.h"
+#include "pagedattn/params.h"
 
 namespace pagedattn::audit {
 
@@ -17,7 +18,8 @@ struct CaseResult {
   // What ran.
   std::string kernel;  // "v1" or "v2"
   std::string profile, backend;
-  std::string dtype, kv_cache_dtype, distribution, numerics;  // numerics: "ours" / "vllm"
+  std::string dtype, kv_cache_dtype, distribution;
+  std::string numerics;  // a NumericsVariant name: "ours", "vllm", "vllm_*_only"
   int num_seqs = 0, num_heads = 0, num_kv_heads = 0, head_size = 0, block_size = 0;
   std::int64_t seq_len = 0;  // the longest sequence (max_seq_len)
   int partition_size = 0;    // V2 only (0 for V1: reported as null)
@@ -38,6 +40,18 @@ struct CaseResult {
   double time_s = 0;               // the kernel call, wall clock
   double ref_time_s = 0;           // the reference of this case's inputs (shared)
 };
+
+// One numerics setting a case runs with, and its report name.
+struct NumericsVariant {
+  std::string name;  // "ours", "vllm", "vllm_partials_only", "vllm_epsilon_only",
+                     // "vllm_round_p_only"
+  Numerics numerics = Numerics::exact_fp32;
+  NumericsChoices choices{};  // Options::vllm_choices (under exact_fp32)
+};
+
+// The variants `--numerics` selects: ours, vllm, both (ours, vllm) or ablation (ours,
+// each single vLLM choice alone, then vllm). Throws UsageError for another name.
+std::vector<NumericsVariant> numerics_variants(const std::string& selection);
 
 // Runs the grid of `c` (c.replay_dir must be empty). `progress` (may be empty) gets one
 // line per finished case. Throws UsageError for a grid value the generators reject.

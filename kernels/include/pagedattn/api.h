@@ -40,7 +40,8 @@ void paged_attention_v1(const TensorView& out, const TensorView& query, const Te
                         const Options& options = {});
 
 // Partitioned: per partition p, max_logits = m_p, exp_sums = s_p, tmp_out = the
-// partition's normalized output (f32 under Numerics::exact_fp32, else the output dtype);
+// partition's normalized output (the output dtype when effective_choices(options)
+// .partials_in_output_dtype, as under Numerics::vllm_compatible, else f32);
 // empty partitions get (-inf, 0, 0). Then the reduce writes out.
 void paged_attention_v2(const TensorView& out, const TensorView& exp_sums,
                         const TensorView& max_logits, const TensorView& tmp_out,

@@ -13,13 +13,47 @@ enum class Numerics : std::uint8_t {
                     // dequantized fp8 cache values rounded to the scalar type
 };
 
+// vLLM's three accuracy-costing choices, each selectable alone so each can be measured
+// against ours (VLLM_CONTRACT.md). All false: our numerics; all true: vllm_compatible.
+// Runtime flags in the kernel arguments: no extra kernel instantiations.
+struct NumericsChoices {
+  // V2 keeps tmp_out (each partition's normalized output) in the output dtype, so every
+  // partial is rounded before the reduce; tmp_out must then have the output dtype.
+  bool partials_in_output_dtype = false;
+  // Denominators as vLLM forms them: 1 / (s + 1e-6), then a multiply (attention kernel and
+  // reduce), instead of one division by s.
+  bool epsilon_denominator = false;
+  // Probabilities normalized and rounded to the scalar type before P.V; with an fp8 cache
+  // also every dequantized key and value element (times k_scale / v_scale) is rounded to
+  // the scalar type, as vLLM does.
+  bool round_probabilities = false;
+
+  bool any() const {
+    return partials_in_output_dtype || epsilon_denominator || round_probabilities;
+  }
+  bool operator==(const NumericsChoices& o) const {
+    return partials_in_output_dtype == o.partials_in_output_dtype &&
+           epsilon_denominator == o.epsilon_denominator &&
+           round_probabilities == o.round_probabilities;
+  }
+  static NumericsChoices all() { return {true, true, true}; }
+};
+
 struct Options {
   int partition_size = 512;  // V2: tokens per partition, a multiple of block_size in [64, 4096]
+  // Numerics::vllm_compatible turns every choice on; with exact_fp32, `vllm_choices` picks
+  // single vLLM choices (default none). effective_choices() is what the kernels use.
   Numerics numerics = Numerics::exact_fp32;
+  NumericsChoices vllm_choices{};
   // Check every used block id against [0, num_blocks) and seq_lens against max_seq_len.
   // On the CUDA backend this copies block_tables and seq_lens to the host (a sync).
   bool check_indices = true;
 };
+
+// The choices a launch uses: all of them under vllm_compatible, else options.vllm_choices.
+inline NumericsChoices effective_choices(const Options& o) {
+  return o.numerics == Numerics::vllm_compatible ? NumericsChoices::all() : o.vllm_choices;
+}
 
 enum class Kernel : std::uint8_t { v1, v2, reduce };
 
@@ -30,7 +64,7 @@ struct AttentionParams {
   void* out = nullptr;
   float* exp_sums = nullptr;    // V2 / reduce
   float* max_logits = nullptr;  // V2 / reduce
-  void* tmp_out = nullptr;      // V2 / reduce: f32 (exact_fp32) or the scalar type
+  void* tmp_out = nullptr;      // V2 / reduce: f32, or the scalar type (partials_in_output_dtype)
   const void* query = nullptr;
   const void* key_cache = nullptr;
   const void* value_cache = nullptr;
@@ -41,6 +75,7 @@ struct AttentionParams {
   DType scalar = DType::f32;  // query / out
   CacheFormat cache = CacheFormat::same;
   Numerics numerics = Numerics::exact_fp32;
+  NumericsChoices choices{};  // effective_choices(options)
 
   int num_seqs = 0;
   int num_heads = 0;
