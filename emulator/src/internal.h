@@ -67,6 +67,13 @@ TlsSnapshot poison_module_tls(const void* kernel, unsigned char byte);
 void restore_module_tls(TlsSnapshot& snapshot);
 // Registered storage of the `extern __shared__` common names on this host thread.
 void poison_named_dynamic_shared(std::size_t bytes, unsigned char byte);
+// memcheck: protects the pages of every dynamic shared pool past `bytes` for the next
+// block; disarm undoes it and turns the faults the handler recorded into findings.
+void arm_shared_guards(std::size_t bytes);
+void disarm_shared_guards(LaunchRun& run);
+// Called by the SIGSEGV handler: true if `addr` lies in a guarded shared region of this
+// host thread (the fault is then recorded and the page opened).
+bool shared_guard_fault(std::uintptr_t addr, bool write);
 
 std::string kernel_name(const void* address);
 std::string fmt_dim(uint3 v);

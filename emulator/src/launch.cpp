@@ -139,8 +139,10 @@ bool run_serial(const KernelEntry& k, dim3 grid, dim3 block, std::size_t smem, i
     prepare_dynamic_shared(smem, pass.shared_poison);
     poison_named_dynamic_shared(smem, pass.shared_poison);
     TlsSnapshot tls = poison_module_tls(k.address, pass.shared_poison);
+    if (run.checks & check_memcheck) arm_shared_guards(smem);
     BlockCtx ctx = block_ctx(b, grid, block, ws, name);
     if (!run_block(ctx, k.body, pass.order, 0x5eed, run)) run.aborted = true;
+    if (run.checks & check_memcheck) disarm_shared_guards(run);
     restore_module_tls(tls);
   }
   return !run.aborted;
@@ -160,8 +162,11 @@ void run_parallel(const KernelEntry& k, dim3 grid, dim3 block, std::size_t smem,
       }
       prepare_dynamic_shared(smem, kPoisonA);
       if (poison) poison_named_dynamic_shared(smem, kPoisonA);
+      if (run.checks & check_memcheck) arm_shared_guards(smem);
       BlockCtx ctx = block_ctx(b, grid, block, ws, name);
-      if (!run_block(ctx, k.body, Order::in_order, 0, run)) {
+      const bool ok = run_block(ctx, k.body, Order::in_order, 0, run);
+      if (run.checks & check_memcheck) disarm_shared_guards(run);
+      if (!ok) {
         std::lock_guard<std::mutex> lock(run.mutex);
         run.aborted = true;
       }

@@ -99,6 +99,10 @@ void on_fault(int sig, siginfo_t* info, void* uctx) {
       return;
     }
   }
+  {
+    auto* uc = static_cast<ucontext_t*>(uctx);
+    if (shared_guard_fault(addr, (uc->uc_mcontext.gregs[REG_ERR] & 2) != 0)) return;
+  }
   // Not ours: fall back to the previous disposition and let the access fault again.
   sigaction(sig, &g_previous, nullptr);
 }

@@ -13,7 +13,30 @@ namespace emu::detail {
 // Trivially destructible on purpose: a C++ destructor would add a thread-local guard
 // variable that initcheck's poisoning would clobber. Resources are returned at thread
 // exit through a pthread key instead (release_thread_resources_at_exit).
+// A shared-memory region memcheck guards on this host thread: [base, base + size) is the
+// block's, [prot, prot + prot_len) is PROT_NONE until a fault opens it.
+struct SharedGuard {
+  const char* name;
+  unsigned char* base;
+  std::size_t size;
+  unsigned char* prot;
+  std::size_t prot_len;
+};
+// A fault in a guarded shared region, recorded by the signal handler.
+struct SharedFault {
+  const char* name;
+  long long offset;
+  std::size_t size;
+  bool write;
+  uint3 thread, block;
+};
+
 struct ColdTls {
+  static constexpr int kMaxGuards = 40, kMaxFaults = 16;
+  SharedGuard guards[kMaxGuards];
+  int num_guards = 0;
+  SharedFault faults[kMaxFaults];
+  int num_faults = 0;
   void* stacks = nullptr;  // StackPool*, owned for the thread's life
   void (*free_stacks)(void*) = nullptr;
   unsigned char* dyn_base = nullptr;    // this block's dynamic shared memory

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <emu/cuda_runtime.h>
+#include <emu/portable.h>
 
 #include <string>
 
@@ -58,6 +59,22 @@ __global__ void reads_unwritten_dynamic_shared(float* out) {
   __syncthreads();
   out[threadIdx.x] = smem[threadIdx.x];  // BUG: smem[32..63] were never written
 }
+
+__global__ void shared_store_past_end(float* out) {
+  extern __shared__ float smem[];
+  smem[threadIdx.x * 1024] = 1.0f;  // BUG: the launch gives 1 KB; thread 1 writes at 4 KB
+  __syncthreads();
+  out[threadIdx.x] = smem[0];
+}
+
+namespace kernels_in_a_namespace {
+__global__ void portable_shared_read_past_end(float* out, int n) {
+  EMU_DYNAMIC_SHARED(float, tile);
+  tile[threadIdx.x] = 2.0f;
+  __syncthreads();
+  out[threadIdx.x] = tile[threadIdx.x + n];  // BUG for n >= launch size
+}
+}  // namespace kernels_in_a_namespace
 
 __global__ void clean_kernel(float* out) {
   extern __shared__ float smem[];
@@ -170,6 +187,38 @@ TEST(Memcheck, FarOutOfBoundsLoadIsCaught) {
   EXPECT_NE(err.find("memcheck: invalid read"), std::string::npos) << err;
   EXPECT_NE(err.find("thread (0,0,0)"), std::string::npos) << err;
   cudaFree(in);
+  cudaFree(out);
+}
+
+TEST(Memcheck, SharedMemoryPastTheLaunchSizeIsCaught) {
+  emu::use_profile("h200");
+  ChecksOn on(emu::check_memcheck);
+  float* out;
+  ASSERT_EQ(cudaMalloc(&out, 64 * 4), cudaSuccess);
+  cudaError_t e;
+  std::string err =
+      stderr_of([&] { e = emu::launch(shared_store_past_end, dim3(1), dim3(2), 1024, out); });
+  EXPECT_EQ(e, cudaErrorIllegalAddress) << err;
+  EXPECT_TRUE(has_line_starting(err, "memcheck:")) << err;
+  EXPECT_NE(err.find("invalid write of dynamic shared memory 'smem' at byte offset 4096"),
+            std::string::npos)
+      << err;
+  EXPECT_NE(err.find("thread (1,0,0)"), std::string::npos) << err;
+
+  // EMU_DYNAMIC_SHARED's pool ends flush against a guard page: the first byte past the
+  // launch's 256 bytes faults.
+  using kernels_in_a_namespace::portable_shared_read_past_end;
+  err = stderr_of(
+      [&] { e = emu::launch(portable_shared_read_past_end, dim3(1), dim3(64), 256, out, 0); });
+  EXPECT_EQ(e, cudaSuccess) << err;
+  err = stderr_of(
+      [&] { e = emu::launch(portable_shared_read_past_end, dim3(1), dim3(64), 256, out, 1); });
+  EXPECT_EQ(e, cudaErrorIllegalAddress) << err;
+  EXPECT_NE(
+      err.find("invalid read of dynamic shared memory 'EMU_DYNAMIC_SHARED' at byte offset 256"),
+      std::string::npos)
+      << err;
+  EXPECT_NE(err.find("thread (63,0,0)"), std::string::npos) << err;
   cudaFree(out);
 }
 
