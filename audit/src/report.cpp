@@ -130,6 +130,8 @@ std::string to_json(const std::vector<CaseResult>& cases, const std::string& com
         (r.bound && m) ? number(r.metrics->max_abs_err / *r.bound) : ordered_json();
     j["time_s"] = r.time_s;
     j["ref_time_s"] = r.ref_time_s;
+    j["gpu_vs_emulator_max_abs_diff"] =
+        r.gpu_vs_emulator_max_abs_diff ? number(*r.gpu_vs_emulator_max_abs_diff) : ordered_json();
     arr.push_back(std::move(j));
   }
   root["cases"] = std::move(arr);
@@ -141,7 +143,8 @@ std::string to_csv(const std::vector<CaseResult>& cases) {
   os << "kernel,profile,backend,dtype,kv_cache_dtype,num_seqs,num_heads,num_kv_heads,head_size,"
         "block_size,seq_len,partition_size,alibi,distribution,seed,numerics,exp_mode,"
         "exp_max_ulp,exp_seed,status,launched,reason,max_abs_err,mean_abs_err,max_ulp_err,"
-        "max_rel_err,nonfinite,bound,err_over_bound,time_s,ref_time_s\n";
+        "max_rel_err,nonfinite,bound,err_over_bound,time_s,ref_time_s,"
+        "gpu_vs_emulator_max_abs_diff\n";
   for (const CaseResult& r : cases) {
     const bool m = r.metrics.has_value();
     const auto met = [&](double v) { return m ? num_text(v) : std::string(); };
@@ -157,7 +160,8 @@ std::string to_csv(const std::vector<CaseResult>& cases) {
        << (m ? std::to_string(r.metrics->nonfinite) : "") << ','
        << (r.bound ? num_text(*r.bound) : "") << ','
        << (r.bound && m ? num_text(r.metrics->max_abs_err / *r.bound) : "") << ','
-       << num_text(r.time_s) << ',' << num_text(r.ref_time_s) << '\n';
+       << num_text(r.time_s) << ',' << num_text(r.ref_time_s) << ','
+       << (r.gpu_vs_emulator_max_abs_diff ? num_text(*r.gpu_vs_emulator_max_abs_diff) : "") << '\n';
   }
   return os.str();
 }

@@ -2,8 +2,10 @@
 // the kernels run on the emulator: on 2 cores the two overlap instead of adding up.
 #include "pagedattn_audit/runner.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <future>
 
 #include "emu/checks.h"
@@ -12,6 +14,9 @@
 #include "pagedattn/api.h"
 #include "pagedattn/resources.h"
 #include "pagedattn_ref/reference.h"
+#if PAGEDATTN_AUDIT_CUDA
+#include "native.h"
+#endif
 
 namespace pagedattn::audit {
 namespace {
@@ -92,6 +97,29 @@ TensorView view(const void* data, DType t, std::initializer_list<std::int64_t> s
   return TensorView::contiguous(const_cast<void*>(data), t, shape);
 }
 
+#if PAGEDATTN_AUDIT_CUDA
+// max |a - b| over two outputs of the same shape (raw elements of `dtype`); NaN in one
+// and not the other is an infinite difference, NaN in both none.
+double max_abs_diff(DType dtype, const std::vector<std::uint8_t>& a,
+                    const std::vector<std::uint8_t>& b) {
+  const std::size_t es = dtype_size(dtype), n = std::min(a.size(), b.size()) / es;
+  double m = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    std::uint32_t ba = 0, bb = 0;
+    std::memcpy(&ba, a.data() + i * es, es);
+    std::memcpy(&bb, b.data() + i * es, es);
+    const double va = decode_output(dtype, ba), vb = decode_output(dtype, bb);
+    if (std::isnan(va) || std::isnan(vb)) {
+      if (std::isnan(va) != std::isnan(vb)) return INFINITY;
+      continue;
+    }
+    const double d = va == vb ? 0.0 : std::fabs(va - vb);  // inf == inf: no difference
+    if (!(d <= m)) m = d;
+  }
+  return m;
+}
+#endif
+
 }  // namespace
 
 std::vector<NumericsVariant> numerics_variants(const std::string& selection) {
@@ -115,6 +143,18 @@ std::vector<NumericsVariant> numerics_variants(const std::string& selection) {
 std::vector<CaseResult> run_inputs(const Config& c, const Inputs& in,
                                    const std::function<void(const CaseResult&)>& progress) {
   emu::set_host_threads(c.threads);
+  const bool on_emulator = c.backend != "cuda";
+  const bool on_cuda = c.backend != "emulator";
+  // The device first: without one, fail before any work (a runtime error, exit 1).
+#if PAGEDATTN_AUDIT_CUDA
+  const std::string device_name = on_cuda ? native::require_device() : "";
+  const std::shared_ptr<native::DeviceInputs> device_inputs =
+      on_cuda ? native::upload(in) : nullptr;
+#else
+  if (on_cuda) {
+    throw UsageError("--backend " + c.backend + ": this build has no CUDA backend");
+  }
+#endif
   const auto t_ref = std::chrono::steady_clock::now();
   double ref_time = 0;
   auto reference = std::async(std::launch::async, [&] {
@@ -144,7 +184,7 @@ std::vector<CaseResult> run_inputs(const Config& c, const Inputs& in,
 
   std::vector<CaseResult> results;
   std::vector<std::vector<std::uint8_t>> outputs;  // each launched case's out, for metrics
-  for (const std::string& profile : c.profiles) {
+  for (const std::string& profile : on_emulator ? c.profiles : std::vector<std::string>{}) {
     const emu::Profile prof = emu::load_profile(profile);
     for (const std::string& kernel : kernels) {
       const std::vector<int> parts = kernel == "v1" ? std::vector<int>{0} : c.partition_sizes;
@@ -222,6 +262,68 @@ std::vector<CaseResult> run_inputs(const Config& c, const Inputs& in,
       }
     }
   }
+
+#if PAGEDATTN_AUDIT_CUDA
+  // The native cases: no profile or exp-model axis (the device is what it is, its exp is
+  // its own __expf). With --backend both, each is compared with the first emulator case
+  // of the same kernel, partition size and numerics.
+  const std::size_t num_emulated = results.size();
+  for (const std::string& kernel : on_cuda ? kernels : std::vector<std::string>{}) {
+    const std::vector<int> parts = kernel == "v1" ? std::vector<int>{0} : c.partition_sizes;
+    for (int P : parts) {
+      for (const NumericsVariant& num : numerics) {
+        CaseResult r;
+        r.kernel = kernel;
+        r.profile = device_name;
+        r.backend = "cuda";
+        r.dtype = in.dtype == DType::f32 ? "f32" : in.dtype == DType::bf16 ? "bf16" : "f16";
+        r.kv_cache_dtype = in.kv_cache_dtype();
+        r.distribution = in.distribution;
+        r.numerics = num.name;
+        r.num_seqs = in.num_seqs;
+        r.num_heads = in.num_heads;
+        r.num_kv_heads = in.num_kv_heads;
+        r.head_size = in.head_size;
+        r.block_size = in.block_size;
+        r.seq_len = in.max_seq_len;
+        r.partition_size = P;
+        r.alibi = !in.alibi_slopes.empty();
+        r.seed = in.seed;
+        r.exp_mode = "device";
+        Options opt;
+        opt.numerics = num.numerics;
+        opt.vllm_choices = num.choices;
+        if (P) opt.partition_size = P;
+        const std::int64_t NP =
+            P ? std::max<std::int64_t>(1, max_num_partitions(in.max_seq_len, P)) : 1;
+        std::vector<std::uint8_t> out;
+        try {
+          r.time_s = native::run(*device_inputs, kernel, opt, NP, out);
+          r.status = "ok";
+          r.launched = true;
+        } catch (const LaunchError& e) {
+          r.status = "refused";
+          r.reason = e.what();
+        } catch (const Error& e) {
+          r.status = "error";
+          r.reason = e.what();
+        }  // CUDA runtime failures (std::runtime_error) end the audit: exit 1
+        if (r.launched) {
+          for (std::size_t i = 0; i < num_emulated; ++i) {
+            const CaseResult& e = results[i];
+            if (e.kernel != r.kernel || e.partition_size != P || e.numerics != r.numerics ||
+                !e.launched)
+              continue;
+            r.gpu_vs_emulator_max_abs_diff = max_abs_diff(in.dtype, out, outputs[i]);
+            break;
+          }
+        }
+        outputs.push_back(r.launched ? std::move(out) : std::vector<std::uint8_t>{});
+        results.push_back(std::move(r));
+      }
+    }
+  }
+#endif
 
   const ref::Output exact = reference.get();
   for (std::size_t i = 0; i < results.size(); ++i) {

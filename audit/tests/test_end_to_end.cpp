@@ -112,15 +112,23 @@ TEST(EndToEnd, JsonAndCsvCarryTheSchema) {
   EXPECT_EQ(j["schema_version"], kSchemaVersion);
   ASSERT_EQ(j["cases"].size(), cases.size());
   for (const auto& k : j["cases"]) {
-    for (const char* key :
-         {"kernel",         "profile",      "dtype",       "seq_len",       "launched",
-          "reason",         "max_abs_err",  "max_ulp_err", "max_rel_err",   "bound",
-          "num_heads",      "num_kv_heads", "head_size",   "block_size",    "kv_cache_dtype",
-          "partition_size", "distribution", "seed",        "numerics",      "exp_model",
-          "mean_abs_err",   "time_s",       "status",      "err_over_bound"}) {
+    for (const char* key : {"kernel",         "profile",
+                            "dtype",          "seq_len",
+                            "launched",       "reason",
+                            "max_abs_err",    "max_ulp_err",
+                            "max_rel_err",    "bound",
+                            "num_heads",      "num_kv_heads",
+                            "head_size",      "block_size",
+                            "kv_cache_dtype", "partition_size",
+                            "distribution",   "seed",
+                            "numerics",       "exp_model",
+                            "mean_abs_err",   "time_s",
+                            "status",         "err_over_bound",
+                            "backend",        "gpu_vs_emulator_max_abs_diff"}) {
       EXPECT_TRUE(k.contains(key)) << key;
     }
     EXPECT_TRUE(k["bound"].is_null());
+    EXPECT_TRUE(k["gpu_vs_emulator_max_abs_diff"].is_null());  // emulator-only grid
     EXPECT_TRUE(k["exp_model"].contains("max_ulp"));
     EXPECT_EQ(k["partition_size"].is_null(), k["kernel"] == "v1");
   }

@@ -38,7 +38,7 @@ struct Config {
   std::string numerics = "both";  // ours (Numerics::exact_fp32), vllm, both, ablation
   std::string exp_mode = "random";
   std::uint64_t exp_seed = 0;
-  std::string backend = "emulator";  // emulator, cuda
+  std::string backend = "emulator";  // emulator, cuda, both
   int threads = 2;                   // emulator host threads
   bool has_scale = false;
   double scale = 0;                 // default head_size^-0.5
