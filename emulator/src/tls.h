@@ -33,9 +33,9 @@ struct SharedFault {
 
 struct ColdTls {
   static constexpr int kMaxGuards = 40, kMaxFaults = 16;
-  SharedGuard guards[kMaxGuards];
+  SharedGuard guards[kMaxGuards] = {};
   int num_guards = 0;
-  SharedFault faults[kMaxFaults];
+  SharedFault faults[kMaxFaults] = {};
   int num_faults = 0;
   void* stacks = nullptr;  // StackPool*, owned for the thread's life
   void (*free_stacks)(void*) = nullptr;
@@ -47,6 +47,11 @@ struct ColdTls {
   std::string* last_message = nullptr;  // heap-owned: a string's bytes must not live in TLS
   std::vector<Finding>* last_findings = nullptr;
 };
+
+// Constant initialization matters as much as trivial destruction: a dynamically
+// initialized thread-local gets a guard byte that initcheck's poisoning would reset,
+// re-running the initializer mid-launch. This fails to compile if that ever changes.
+inline constexpr ColdTls kColdTlsInit{};
 
 ColdTls& cold_tls();
 // Arranges for this host thread's stacks and shared-memory pool to be freed when it ends.

@@ -131,6 +131,16 @@ TEST(Launch, ManyLaunchesFromManyHostThreadsDoNotLeakMappings) {
     t.join();
   }
   EXPECT_LE(mapped_regions(), before + 8);
+  // Under initcheck the emulator's own thread-local state survives the poisoning of
+  // thread-local storage: its stack pool is reused, not remade, block after block.
+  emu::set_checks(emu::check_all);
+  for (int i = 0; i < 20; ++i)
+    ASSERT_EQ(emu::launch(touch_dynamic, dim3(4), dim3(64), 256, out), cudaSuccess);
+  const int checked = mapped_regions();
+  for (int i = 0; i < 100; ++i)
+    ASSERT_EQ(emu::launch(touch_dynamic, dim3(4), dim3(64), 256, out), cudaSuccess);
+  EXPECT_LE(mapped_regions(), checked + 8);
+  emu::set_checks(emu::check_none);
   emu::set_host_threads(0);
   cudaFree(out);
 }
