@@ -120,6 +120,30 @@ double max_abs_diff(DType dtype, const std::vector<std::uint8_t>& a,
 }
 #endif
 
+// What a case ran on: the inputs' shape and kind, the kernel and where it ran.
+CaseResult describe_case(const Inputs& in, const std::string& kernel, const std::string& profile,
+                         const std::string& backend, int partition_size,
+                         const std::string& numerics) {
+  CaseResult r;
+  r.kernel = kernel;
+  r.profile = profile;
+  r.backend = backend;
+  r.dtype = in.dtype == DType::f32 ? "f32" : in.dtype == DType::bf16 ? "bf16" : "f16";
+  r.kv_cache_dtype = in.kv_cache_dtype();
+  r.distribution = in.distribution;
+  r.numerics = numerics;
+  r.num_seqs = in.num_seqs;
+  r.num_heads = in.num_heads;
+  r.num_kv_heads = in.num_kv_heads;
+  r.head_size = in.head_size;
+  r.block_size = in.block_size;
+  r.seq_len = in.max_seq_len;
+  r.partition_size = partition_size;
+  r.alibi = !in.alibi_slopes.empty();
+  r.seed = in.seed;
+  return r;
+}
+
 }  // namespace
 
 std::vector<NumericsVariant> numerics_variants(const std::string& selection) {
@@ -191,23 +215,7 @@ std::vector<CaseResult> run_inputs(const Config& c, const Inputs& in,
       for (int P : parts) {
         for (const NumericsVariant& num : numerics) {
           for (int k : c.exp_ulps) {
-            CaseResult r;
-            r.kernel = kernel;
-            r.profile = prof.name;
-            r.backend = c.backend;
-            r.dtype = in.dtype == DType::f32 ? "f32" : in.dtype == DType::bf16 ? "bf16" : "f16";
-            r.kv_cache_dtype = in.kv_cache_dtype();
-            r.distribution = in.distribution;
-            r.numerics = num.name;
-            r.num_seqs = in.num_seqs;
-            r.num_heads = in.num_heads;
-            r.num_kv_heads = in.num_kv_heads;
-            r.head_size = in.head_size;
-            r.block_size = in.block_size;
-            r.seq_len = in.max_seq_len;
-            r.partition_size = P;
-            r.alibi = !in.alibi_slopes.empty();
-            r.seed = in.seed;
+            CaseResult r = describe_case(in, kernel, prof.name, c.backend, P, num.name);
             emu::math::ExpModel em;
             if (k > 0) {
               em.mode = c.exp_mode == "up"     ? emu::math::ExpModel::Mode::up
@@ -272,23 +280,7 @@ std::vector<CaseResult> run_inputs(const Config& c, const Inputs& in,
     const std::vector<int> parts = kernel == "v1" ? std::vector<int>{0} : c.partition_sizes;
     for (int P : parts) {
       for (const NumericsVariant& num : numerics) {
-        CaseResult r;
-        r.kernel = kernel;
-        r.profile = device_name;
-        r.backend = "cuda";
-        r.dtype = in.dtype == DType::f32 ? "f32" : in.dtype == DType::bf16 ? "bf16" : "f16";
-        r.kv_cache_dtype = in.kv_cache_dtype();
-        r.distribution = in.distribution;
-        r.numerics = num.name;
-        r.num_seqs = in.num_seqs;
-        r.num_heads = in.num_heads;
-        r.num_kv_heads = in.num_kv_heads;
-        r.head_size = in.head_size;
-        r.block_size = in.block_size;
-        r.seq_len = in.max_seq_len;
-        r.partition_size = P;
-        r.alibi = !in.alibi_slopes.empty();
-        r.seed = in.seed;
+        CaseResult r = describe_case(in, kernel, device_name, "cuda", P, num.name);
         r.exp_mode = "device";
         Options opt;
         opt.numerics = num.numerics;
