@@ -21,6 +21,7 @@
 #include "emu/profile.h"
 #include "internal.h"
 #include "tls.h"
+#include "watchdog.h"
 #include "worker_pool.h"
 
 namespace emu::detail {
@@ -220,6 +221,7 @@ cudaError_t launch_grid(const KernelEntry& k, dim3 grid, dim3 block, std::size_t
   LaunchRun run;
   run.kernel = name.c_str();
   run.checks = enabled_checks();
+  const WatchdogScope watchdog(run.kernel);
   const int ws = p.warp_size;
   const bool differential = run.checks & (check_racecheck | check_initcheck);
   if (!differential) {

@@ -12,6 +12,7 @@
 
 #include "internal.h"
 #include "tls.h"
+#include "watchdog.h"
 
 namespace ctx = boost::context;
 
@@ -413,6 +414,7 @@ bool run_block(const BlockCtx& info, const std::function<void()>& body, Order or
       if (s.ctx.wait == Wait::running) {
         tls_thread = &s.ctx;
         s.fiber = std::move(s.fiber).resume();
+        g_progress.fetch_add(1, std::memory_order_relaxed);
         tls_thread = nullptr;
       }
       all_done = all_done && s.ctx.wait == Wait::done;

@@ -268,3 +268,26 @@ TEST(Checks, ParseNamesTheAllowedWords) {
     EXPECT_NE(std::string(e.what()).find("racecheck"), std::string::npos);
   }
 }
+
+__global__ void spin_wait(volatile int* flag) {
+  // Legal on sm_70+ (independent thread scheduling), a hang for a fiber emulator: thread 0
+  // waits for thread 1, which never gets a turn.
+  if (threadIdx.x == 0)
+    while (*flag == 0) {
+    }
+  else
+    *flag = 1;
+}
+
+TEST(Watchdog, SpinWaitIsReportedInsteadOfHanging) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        setenv("EMU_WATCHDOG_SECONDS", "1", 1);
+        int* flag;
+        cudaMalloc(&flag, sizeof(int));
+        cudaMemset(flag, 0, sizeof(int));
+        emu::launch(spin_wait, dim3(1), dim3(2), 0, flag);
+      },
+      ::testing::ExitedWithCode(124), "synccheck: watchdog: kernel spin_wait.*no progress");
+}
