@@ -121,6 +121,7 @@ BlockCtx block_ctx(unsigned long long linear, dim3 grid, dim3 block, int ws, con
   b.block_dim = block;
   b.grid_dim = grid;
   b.warp_size = ws;
+  b.partial_syncwarp = current_profile().partial_mask_syncwarp;
   b.kernel = name;
   return b;
 }

@@ -50,7 +50,7 @@ const char* kAllowed =
     "max_grid_dim, shared_memory_per_block, shared_memory_per_block_optin, "
     "shared_memory_per_multiprocessor, max_threads_per_multiprocessor, registers_per_block, "
     "compute_capability, total_global_memory, l2_cache_bytes, clock_mhz, memory_bandwidth_gbps, "
-    "fp32_tflops, fp16_tflops, expf_fast_ulp";
+    "fp32_tflops, fp16_tflops, expf_fast_ulp, partial_mask_syncwarp";
 
 void apply_field(Profile& p, const std::string& key, const json& v, const std::string& origin) {
   if (key == "warp_size") {
@@ -105,6 +105,9 @@ void apply_field(Profile& p, const std::string& key, const json& v, const std::s
       read_number(v[0], key, origin, p.expf_fast_ulp_a, 0, 1e6);
       read_number(v[1], key, origin, p.expf_fast_ulp_b, 0, 1e6);
     }
+  } else if (key == "partial_mask_syncwarp") {
+    if (!v.is_boolean()) fail(origin, "field 'partial_mask_syncwarp' must be true or false");
+    p.partial_mask_syncwarp = v.get<bool>();
   } else
     fail(origin, "unknown field '" + key + "'; allowed: " + kAllowed);
 }

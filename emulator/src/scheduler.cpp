@@ -305,6 +305,14 @@ class Scheduler {
                                 std::to_string(ws));
       width = ws;
     }
+    if (lead.op == WarpOp::syncwarp && !r_.info.partial_syncwarp && r_.checking(check_synccheck)) {
+      const std::uint64_t all = count >= 64 ? ~0ull : ((1ull << count) - 1);
+      if ((effective_mask(lead.mask, ws) & all) != all)
+        report("synccheck", r_.header() + ": __syncwarp at " + where(lead.site) +
+                                " with a partial mask (lanes " +
+                                lanes(effective_mask(lead.mask, ws) & all) +
+                                "): profile does not support partial-mask __syncwarp");
+    }
     std::uint64_t votes = 0;
     for (unsigned k = 0; k < count; ++k)
       if ((group >> k & 1) && r_.slots[first + k].ctx.arg) votes |= 1ull << k;

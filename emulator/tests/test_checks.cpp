@@ -291,3 +291,29 @@ TEST(Watchdog, SpinWaitIsReportedInsteadOfHanging) {
       },
       ::testing::ExitedWithCode(124), "synccheck: watchdog: kernel spin_wait.*no progress");
 }
+
+__global__ void partial_syncwarp(int* out) {
+  extern __shared__ int shm[];
+  if (threadIdx.x < 16) {
+    shm[threadIdx.x] = 1;
+    __syncwarp(0xffff);  // lanes 0..15 only: fine on NVIDIA, unsupported on BI-V100
+    out[threadIdx.x] = shm[15 - threadIdx.x];
+  }
+}
+
+TEST(Synccheck, PartialMaskSyncwarpIsReportedWhereTheProfileLacksIt) {
+  ChecksOn on(emu::check_synccheck);
+  int* out;
+  ASSERT_EQ(cudaMalloc(&out, 64 * 4), cudaSuccess);
+  cudaError_t e;
+  emu::use_profile("h200");
+  std::string err =
+      stderr_of([&] { e = emu::launch(partial_syncwarp, dim3(1), dim3(32), 64, out); });
+  EXPECT_EQ(e, cudaSuccess) << err;
+  emu::use_profile("bi-v100");
+  err = stderr_of([&] { e = emu::launch(partial_syncwarp, dim3(1), dim3(64), 64, out); });
+  EXPECT_EQ(e, cudaErrorLaunchFailure);
+  EXPECT_NE(err.find("synccheck: kernel partial_syncwarp"), std::string::npos) << err;
+  EXPECT_NE(err.find("partial mask (lanes 0..15)"), std::string::npos) << err;
+  cudaFree(out);
+}

@@ -41,6 +41,8 @@ struct Profile {
   // a means "unknown" (BI-V100): the audit then sweeps an exp model instead.
   double expf_fast_ulp_a = 2;
   double expf_fast_ulp_b = 1.173;
+  // Whether __syncwarp honours a mask naming only some lanes (BI-V100: unsupported).
+  bool partial_mask_syncwarp = true;
   std::map<std::string, Provenance> provenance;  // field name -> where it came from
   std::string file;                              // where it was loaded from ("" if built in)
 };

@@ -51,6 +51,7 @@ struct BlockCtx {
   dim3 block_dim;
   dim3 grid_dim;
   int warp_size = 32;
+  bool partial_syncwarp = true;  // the profile's: BI-V100 has no partial-mask __syncwarp
   const char* kernel = "";
 };
 
