@@ -19,6 +19,7 @@
 #include "emu/dynamic_shared.h"
 #include "emu/launch.h"
 #include "emu/profile.h"
+#include "elf_symbols.h"
 #include "internal.h"
 #include "tls.h"
 #include "watchdog.h"
@@ -36,6 +37,15 @@ std::string kernel_name(const void* address) {
     int status = 0;
     char* d = abi::__cxa_demangle(info.dli_sname, nullptr, nullptr, &status);
     std::string name = status == 0 && d ? d : info.dli_sname;
+    std::free(d);
+    return name;
+  }
+  // Kernels with internal linkage are not in the dynamic table: use the symbol table.
+  const std::string mangled = kernel_symbols(address).mangled;
+  if (!mangled.empty()) {
+    int status = 0;
+    char* d = abi::__cxa_demangle(mangled.c_str(), nullptr, nullptr, &status);
+    std::string name = status == 0 && d ? d : mangled;
     std::free(d);
     return name;
   }
@@ -95,12 +105,24 @@ cudaError_t check_config(const void* kernel, dim3 grid, dim3 block, std::size_t 
       opted = true;
     }
   }
-  if (static_cast<long long>(smem) > allowed) {
-    o << "too much shared memory: the launch asks for " << smem
-      << " bytes of dynamic shared memory; profile '" << p.name << "' allows " << allowed;
-    if (!opted && static_cast<long long>(smem) <= p.shared_memory_per_block_optin)
-      o << " without cudaFuncSetAttribute(cudaFuncAttributeMaxDynamicSharedMemorySize) (up to "
-        << p.shared_memory_per_block_optin << " with it)";
+  // Static __shared__ arrays count too, as on the device: with no opt-in, static plus
+  // dynamic must fit the default; with one, dynamic must fit the opt-in value and static
+  // plus dynamic the profile's ceiling.
+  const long long stat = static_cast<long long>(kernel_symbols(kernel).static_shared_bytes);
+  const long long dyn = static_cast<long long>(smem);
+  const bool over = opted ? (dyn > allowed || stat + dyn > p.shared_memory_per_block_optin)
+                          : stat + dyn > p.shared_memory_per_block;
+  if (over) {
+    o << "too much shared memory: the launch of " << kernel_name(kernel) << " asks for " << smem
+      << " bytes of dynamic shared memory";
+    if (stat) o << " plus " << stat << " bytes of static __shared__ arrays";
+    o << "; profile '" << p.name << "' allows "
+      << (opted ? std::min<long long>(allowed, p.shared_memory_per_block_optin - stat)
+                : p.shared_memory_per_block - stat)
+      << " bytes of dynamic shared memory here";
+    if (!opted && stat + dyn <= p.shared_memory_per_block_optin)
+      o << " without cudaFuncSetAttribute(cudaFuncAttributeMaxDynamicSharedMemorySize) ("
+        << p.shared_memory_per_block_optin - stat << " with it)";
     else
       o << " (shared_memory_per_block_optin " << p.shared_memory_per_block_optin << ")";
     return set_error(cudaErrorInvalidValue, o.str());

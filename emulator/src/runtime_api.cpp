@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "emu/profile.h"
+#include "elf_symbols.h"
 #include "internal.h"
 #include "tls.h"
 
@@ -234,11 +235,15 @@ cudaError_t cudaFuncSetAttribute(const void* func, cudaFuncAttribute attr, int v
         "cudaFuncSetAttribute: attr must be cudaFuncAttributeMaxDynamicSharedMemorySize "
         "or cudaFuncAttributePreferredSharedMemoryCarveout");
   const emu::Profile& p = emu::current_profile();
-  if (value < 0 || value > p.shared_memory_per_block_optin) {
+  const long long stat =
+      static_cast<long long>(emu::detail::kernel_symbols(func).static_shared_bytes);
+  if (value < 0 || value + stat > p.shared_memory_per_block_optin) {
     std::ostringstream o;
     o << "cudaFuncSetAttribute(cudaFuncAttributeMaxDynamicSharedMemorySize, " << value
-      << "): profile '" << p.name << "' allows 0.." << p.shared_memory_per_block_optin
-      << " bytes (shared_memory_per_block_optin)";
+      << "): profile '" << p.name << "' allows 0.." << p.shared_memory_per_block_optin - stat
+      << " bytes (shared_memory_per_block_optin " << p.shared_memory_per_block_optin;
+    if (stat) o << " less " << stat << " bytes of static __shared__ arrays";
+    o << ")";
     return set_error(cudaErrorInvalidValue, o.str());
   }
   std::lock_guard<std::mutex> lock(emu::detail::g_attr_mutex);

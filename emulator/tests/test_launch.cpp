@@ -18,6 +18,33 @@ __global__ void touch_dynamic(float* out) {
 
 __global__ void nothing() {}
 
+// 40,000 bytes of static shared memory: counted with the dynamic bytes, as on the device.
+__global__ void big_static(float* out) {
+  __shared__ float a[6000];
+  __shared__ float b[4000];
+  a[threadIdx.x] = 1.0f;
+  b[threadIdx.x] = 2.0f;
+  __syncthreads();
+  out[threadIdx.x] = a[threadIdx.x] + b[threadIdx.x];
+}
+
+template <int N>
+__global__ void static_in_template(float* out) {
+  __shared__ float s[N];
+  s[threadIdx.x] = 3.0f;
+  __syncthreads();
+  out[threadIdx.x] = s[threadIdx.x];
+}
+
+namespace {
+// Internal linkage: named from the symbol table, not the dynamic one.
+__global__ void hidden_static(float* out) {
+  __shared__ float s[12288];  // 48 KB: nothing is left for dynamic memory on bi-v100
+  s[threadIdx.x] = 4.0f;
+  out[threadIdx.x] = s[threadIdx.x];
+}
+}  // namespace
+
 TEST(Launch, TwoHundredKilobytesFailOnBiV100AndSucceedOnH200AfterOptIn) {
   const size_t bytes = 200 * 1024;
   float* out;
@@ -51,6 +78,40 @@ TEST(Launch, TwoHundredKilobytesFailOnBiV100AndSucceedOnH200AfterOptIn) {
   // The opt-in made under h200 does not carry past bi-v100's ceiling.
   emu::use_profile("bi-v100");
   EXPECT_EQ(emu::launch(touch_dynamic, dim3(1), dim3(64), bytes, out), cudaErrorInvalidValue);
+  cudaFree(out);
+}
+
+TEST(Launch, StaticSharedArraysCountTowardTheLimit) {
+  emu::use_profile("bi-v100");  // 48 KB per block, no more with the opt-in
+  float* out;
+  ASSERT_EQ(cudaMalloc(&out, 64 * sizeof(float)), cudaSuccess);
+  EXPECT_EQ(emu::launch(big_static, dim3(1), dim3(64), 9000, out), cudaSuccess)
+      << emu::last_error_message();
+  cudaError_t e = emu::launch(big_static, dim3(1), dim3(64), 9200, out);  // 49,200 > 49,152
+  EXPECT_EQ(e, cudaErrorInvalidValue);
+  const std::string msg = emu::last_error_message();
+  EXPECT_NE(msg.find("plus 40000 bytes of static __shared__ arrays"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("allows 9152 bytes of dynamic shared memory"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("big_static"), std::string::npos) << msg;
+
+  EXPECT_EQ(emu::launch(static_in_template<2048>, dim3(1), dim3(64), 40000, out), cudaSuccess);
+  EXPECT_EQ(emu::launch(static_in_template<4096>, dim3(1), dim3(64), 40000, out),
+            cudaErrorInvalidValue);
+  EXPECT_EQ(emu::launch(hidden_static, dim3(1), dim3(64), 0, out), cudaSuccess);
+  e = emu::launch(hidden_static, dim3(1), dim3(64), 16, out);
+  EXPECT_EQ(e, cudaErrorInvalidValue);
+  EXPECT_NE(emu::last_error_message().find("49152 bytes of static"), std::string::npos)
+      << emu::last_error_message();
+
+  emu::use_profile("h200");  // the opt-in leaves 227 KB less the static bytes
+  EXPECT_EQ(cudaFuncSetAttribute(big_static, cudaFuncAttributeMaxDynamicSharedMemorySize, 200000),
+            cudaErrorInvalidValue);
+  EXPECT_NE(emu::last_error_message().find("less 40000 bytes of static"), std::string::npos)
+      << emu::last_error_message();
+  EXPECT_EQ(cudaFuncSetAttribute(big_static, cudaFuncAttributeMaxDynamicSharedMemorySize, 150000),
+            cudaSuccess);
+  EXPECT_EQ(emu::launch(big_static, dim3(1), dim3(64), 150000, out), cudaSuccess)
+      << emu::last_error_message();
   cudaFree(out);
 }
 
