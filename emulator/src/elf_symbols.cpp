@@ -30,28 +30,29 @@ struct Module {
 std::unique_ptr<Module> parse(const std::string& path, std::uintptr_t base) {
   auto m = std::make_unique<Module>();
   std::ifstream f(path, std::ios::binary);
-  if (!f) return m;
-  std::vector<char> file((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  if (file.size() < sizeof(Elf64_Ehdr) || std::memcmp(file.data(), ELFMAG, SELFMAG) != 0) return m;
+  // Reads only the headers and the symbol tables: a binary with debug info is large.
+  auto read = [&f](std::uint64_t offset, void* out, std::size_t n) {
+    f.seekg(static_cast<std::streamoff>(offset));
+    return static_cast<bool>(f.read(static_cast<char*>(out), static_cast<std::streamsize>(n)));
+  };
   Elf64_Ehdr eh;
-  std::memcpy(&eh, file.data(), sizeof eh);
-  if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_shoff == 0 ||
-      eh.e_shoff + std::size_t(eh.e_shnum) * sizeof(Elf64_Shdr) > file.size())
+  if (!f || !read(0, &eh, sizeof eh) || std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
+      eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_shoff == 0)
     return m;
   const std::uintptr_t bias = eh.e_type == ET_DYN ? base : 0;
   std::vector<Elf64_Shdr> sh(eh.e_shnum);
-  std::memcpy(sh.data(), file.data() + eh.e_shoff, sh.size() * sizeof(Elf64_Shdr));
+  if (!read(eh.e_shoff, sh.data(), sh.size() * sizeof(Elf64_Shdr))) return m;
   for (const Elf64_Shdr& s : sh) {
     if (s.sh_type != SHT_SYMTAB || s.sh_link >= sh.size()) continue;
     const Elf64_Shdr& strtab = sh[s.sh_link];
-    if (s.sh_offset + s.sh_size > file.size() || strtab.sh_offset + strtab.sh_size > file.size())
+    std::vector<Elf64_Sym> syms(s.sh_size / sizeof(Elf64_Sym));
+    std::vector<char> strings(strtab.sh_size + 1, '\0');
+    if (!read(s.sh_offset, syms.data(), syms.size() * sizeof(Elf64_Sym)) ||
+        !read(strtab.sh_offset, strings.data(), strtab.sh_size))
       continue;
-    const char* strings = file.data() + strtab.sh_offset;
-    for (std::size_t off = 0; off + sizeof(Elf64_Sym) <= s.sh_size; off += sizeof(Elf64_Sym)) {
-      Elf64_Sym sym;
-      std::memcpy(&sym, file.data() + s.sh_offset + off, sizeof sym);
+    for (const Elf64_Sym& sym : syms) {
       if (sym.st_name >= strtab.sh_size || sym.st_shndx == SHN_UNDEF) continue;
-      const std::string name = strings + sym.st_name;
+      const std::string name = strings.data() + sym.st_name;
       if (ELF64_ST_TYPE(sym.st_info) == STT_FUNC && sym.st_size > 0)
         m->funcs.push_back({bias + sym.st_value, bias + sym.st_value + sym.st_size, name});
       else if (ELF64_ST_TYPE(sym.st_info) == STT_TLS && name.compare(0, 3, "_ZZ") == 0)
