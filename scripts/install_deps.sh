@@ -12,6 +12,11 @@ pkgs=(
   libbenchmark-dev                    # Google Benchmark programs
   python3-matplotlib python3-numpy    # report plots (run with /usr/bin/python3)
   clang-format
+  libcli11-dev                        # the one command-line parser (tools/)
+  clang libclang-rt-14-dev            # libFuzzer targets and the sanitizer builds
+  coq libcoq-flocq libcoq-coquelicot libcoq-interval gappa libcoq-gappa   # proofs/
+  python3-torch libtorch-dev          # the PyTorch operators (torch/), with /usr/bin/python3
+  parallel                            # property campaigns spread over cores
 )
 missing=()
 for p in "${pkgs[@]}"; do
