@@ -294,6 +294,12 @@ RowFacts row_facts(const Problem& p, int s, int h) {
 
 }  // namespace
 
+LogitFacts logit_facts(const Problem& p, int seq, int head) {
+  const RowFacts f = row_facts(p, seq, head);
+  const double u = std::ldexp(1.0, -24);
+  return {(p.c.head_size + 1) * u * f.max_dot_abs + 3 * u * f.max_abs_logit, f.spread};
+}
+
 std::vector<double> reference_attention(const Problem& p) {
   const int S = static_cast<int>(p.seq_lens.size()), H = p.c.num_heads, D = p.c.head_size;
   const int B = p.c.block_size;
