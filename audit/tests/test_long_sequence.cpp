@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "derived_bound.h"
 #include "pagedattn/api.h"
 #include "pagedattn_audit/inputs.h"
 #include "pagedattn_audit/metrics.h"
@@ -28,52 +29,13 @@ TensorView view(const void* data, DType t, std::initializer_list<std::int64_t> s
   return TensorView::contiguous(const_cast<void*>(data), t, shape);
 }
 
-// The fp32 error of V2's output element, first order in u = 2^-24, as derived in
-// kernels/tests/reference.cpp (error_bounds): with V = max|v|, A = max_i scale sum_d
-// |q_d k_id|, R the logit spread, n tokens per partition and P partitions,
-//   logits: dx = (D + 1) u A + 3 u |x|max, moving the output by 2 dx V;
-//   exp: (2 + 2.2 R) u per weight, in numerator and denominator: 2 (2 + 2.2 R) u V;
-//   the partition's sums and division: (2 n + 2) u V;
-//   the reduce: 2 (P u + (2 + 2.2 R) u) V for the weights, (2 P + 1) u V for its sums
-//   and division, u V for tmp_out;
-// times 1.25 for the second-order terms. The f16 rounding adds half an ulp of f16 at the
-// fp32 result, taken at |exact| + E (the larger binade, conservatively).
-double fp32_error_bound(const Inputs& in, std::int64_t L, int P_size) {
-  const double u = std::ldexp(1.0, -24);
-  const int D = in.head_size, B = in.block_size;
-  std::vector<double> q(D);
-  for (int d = 0; d < D; ++d) q[d] = element(in, in.query, in.dtype, d);
-  double V = 0, A = 0, xmax = 0, lo = INFINITY, hi = -INFINITY;
-  for (std::int64_t t = 0; t < L; ++t) {
-    const std::int64_t blk = in.block_tables[t / B];
-    double dot = 0, dot_abs = 0;
-    for (int d = 0; d < D; ++d) {
-      const double k = element(in, in.key_cache, in.cache_elem(), key_offset(in, blk, 0, d, t % B));
-      const double v =
-          element(in, in.value_cache, in.cache_elem(), value_offset(in, blk, 0, d, t % B));
-      dot += q[d] * k;
-      dot_abs += std::fabs(q[d] * k);
-      V = std::max(V, std::fabs(v));
-    }
-    const double x = in.scale * dot;
-    A = std::max(A, in.scale * dot_abs);
-    xmax = std::max(xmax, std::fabs(x));
-    lo = std::min(lo, x);
-    hi = std::max(hi, x);
-  }
-  const double R = hi - lo, n = P_size, P = std::ceil(double(L) / P_size);
-  const double dx = (D + 1) * u * A + 3 * u * xmax;
-  const double rel = 2 * dx + 2 * (2 + 2.2 * R) * u + (2 * n + 2) * u +
-                     2 * (P * u + (2 + 2.2 * R) * u) + (2 * P + 1) * u + u;
-  return 1.25 * rel * V;
-}
-
-// max_d |got_d - exact_d| / (E + half an f16 ulp + the reference's own error bound).
-double worst_ratio(const std::vector<double>& got, const ref::Output& exact, double E) {
+// max_d |got_d - exact_d| / (derived_bound.h's element bound + the reference's own
+// rigorous error bound on its value).
+double worst_ratio(const std::vector<double>& got, const ref::Output& exact,
+                   const derived::CaseBound& cb) {
   double r = 0;
   for (std::size_t d = 0; d < got.size(); ++d) {
-    const double b =
-        E + 0.5 * ulp_of(DType::f16, std::fabs(exact.value[d]) + E) + exact.value_err[d];
+    const double b = derived::element_bound(cb, DType::f16, exact.value[d]) + exact.value_err[d];
     const double e = std::fabs(got[d] - exact.value[d]);
     r = std::isnan(e) ? INFINITY : std::max(r, e / b);
   }
@@ -132,25 +94,25 @@ TEST(LongSequence, FourMillionTokensOnBiV100WithinTheBound) {
   ref::Options ro;
   ro.out_dtype = ref::DType::f32;  // `value` (rigorous error value_err) is what is compared
   const ref::Output exact = ref::reference_attention(p, ro);
-  const double E = fp32_error_bound(in, L, Psize);
+  const derived::CaseBound E = derived::derived_bound(in, Psize);
 
   std::vector<double> got(D);
   for (int d = 0; d < D; ++d) got[d] = f16_bits_to_float(out[d]);
   const double ratio = worst_ratio(got, exact, E);
-  std::printf("  V2 4M tokens: fp32 bound %.3g, worst error / bound %.3g\n", E, ratio);
+  std::printf("  V2 4M tokens: fp32 bound %.3g, worst error / bound %.3g\n", E.fp32, ratio);
   EXPECT_LE(ratio, 1.0);
 
   // The wrong reductions on the kernel's own states, rounded to f16 like the output.
-  const test::wrong::States st =
-      test::wrong::row_states(ml.data(), es.data(), tmp.data(), static_cast<int>(NP), D);
-  using test::wrong::Reduction;
+  const pagedattn::test::wrong::States st =
+      pagedattn::test::wrong::row_states(ml.data(), es.data(), tmp.data(), static_cast<int>(NP), D);
+  using pagedattn::test::wrong::Reduction;
   for (Reduction r :
        {Reduction::largest_max_partition, Reduction::exp_sum_twice, Reduction::no_rescale}) {
-    std::vector<double> w = test::wrong::reduce(r, st);
-    for (double& x : w) x = test::wrong::round_to_f16(x);
+    std::vector<double> w = pagedattn::test::wrong::reduce(r, st);
+    for (double& x : w) x = pagedattn::test::wrong::round_to_f16(x);
     const double wr = worst_ratio(w, exact, E);
-    std::printf("  %s: error / bound %.3g\n", test::wrong::name(r).c_str(), wr);
-    EXPECT_GT(wr, 1.0) << test::wrong::name(r) << " would pass";
+    std::printf("  %s: error / bound %.3g\n", pagedattn::test::wrong::name(r).c_str(), wr);
+    EXPECT_GT(wr, 1.0) << pagedattn::test::wrong::name(r) << " would pass";
   }
   EXPECT_GT(worst_ratio(std::vector<double>(D, 0.0), exact, E), 1.0) << "all zeros would pass";
 }
