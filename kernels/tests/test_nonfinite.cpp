@@ -118,6 +118,19 @@ TEST(NonFinite, LiveNaNOrInfPoisonsExactlyItsRow) {
   }
 }
 
+// vLLM's numerics (probabilities rounded, epsilon, fp16 partials) follow the same rule.
+TEST(NonFinite, VllmCompatibleNumericsToo) {
+  for (Element e : {Element::query, Element::key, Element::value}) {
+    Config c = base(DType::f16, CacheFormat::fp8_e4m3, 64);
+    c.numerics = Numerics::vllm_compatible;
+    c.num_kv_heads = 4;
+    const Problem clean = make_problem(c);
+    Problem bad = clean;
+    set_element(bad, e, 0, e == Element::query ? 1 : 70, 1, 3, NAN);
+    expect_row_poisoned(clean, bad, 0, 1, "vllm_compatible");
+  }
+}
+
 TEST(NonFinite, Fp8CacheNaNAndInfBytes) {
   for (CacheFormat cache : {CacheFormat::fp8_e4m3, CacheFormat::fp8_e5m2}) {
     for (Element e : {Element::key, Element::value}) {
