@@ -11,6 +11,17 @@ namespace pagedattn::bound {
 void exact_magnitudes(std::int64_t n, int head_size, const double* logits, const double* qk_abs,
                       const double* values, double sum_abs_q, RowMagnitudes* row,
                       ElementMagnitudes* el) {
+  exact_magnitudes(
+      n, head_size, logits, qk_abs,
+      [&](std::int64_t i, double* out) {
+        std::copy(values + i * head_size, values + (i + 1) * head_size, out);
+      },
+      sum_abs_q, row, el);
+}
+
+void exact_magnitudes(std::int64_t n, int head_size, const double* logits, const double* qk_abs,
+                      const std::function<void(std::int64_t, double*)>& value_row, double sum_abs_q,
+                      RowMagnitudes* row, ElementMagnitudes* el) {
   // Inputs within 1e-12 relative, double sums of at most 2^31 terms: every result below is
   // within far less than 1e-9 relative of the exact magnitude, so inflating by 1e-9 keeps
   // each an upper bound (abs_exact gets an absolute margin of 1e-9 A instead).
@@ -29,6 +40,7 @@ void exact_magnitudes(std::int64_t n, int head_size, const double* logits, const
   double s = 0;
   for (std::int64_t i = 0; i < n; ++i) s += p[i] = std::exp(logits[i] - x_max);
   std::vector<double> y(static_cast<std::size_t>(head_size), 0.0);
+  std::vector<double> v(static_cast<std::size_t>(head_size));
   for (std::int64_t i = 0; i < n; ++i) {
     const double pi = p[i] / s, gap = x_max - logits[i], ax = std::fabs(logits[i]);
     row->max_abs_logit = std::max(row->max_abs_logit, ax);
@@ -36,7 +48,7 @@ void exact_magnitudes(std::int64_t n, int head_size, const double* logits, const
     row->p_gap += pi * gap;
     row->p_qk += pi * qk_abs[i];
     row->p_x += pi * ax;
-    const double* v = values + i * head_size;
+    value_row(i, v.data());
     for (int d = 0; d < head_size; ++d) {
       const double av = std::fabs(v[d]), w = pi * av;
       row->max_abs_v = std::max(row->max_abs_v, av);

@@ -21,6 +21,7 @@
 // there is nothing to bound.
 #pragma once
 #include <cstdint>
+#include <functional>
 
 namespace pagedattn::bound {
 
@@ -130,5 +131,10 @@ Bound kernel_error_bound(const KernelConfig& cfg, const RowMagnitudes& row,
 void exact_magnitudes(std::int64_t n, int head_size, const double* logits, const double* qk_abs,
                       const double* values, double sum_abs_q, RowMagnitudes* row,
                       ElementMagnitudes* el);
+// The same, streaming the values: value_row(i, out) writes token i's head_size values into
+// out (called once per token, in order), so no n x head_size array is needed.
+void exact_magnitudes(std::int64_t n, int head_size, const double* logits, const double* qk_abs,
+                      const std::function<void(std::int64_t, double*)>& value_row, double sum_abs_q,
+                      RowMagnitudes* row, ElementMagnitudes* el);
 
 }  // namespace pagedattn::bound
