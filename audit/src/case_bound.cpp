@@ -93,8 +93,8 @@ BoundInputs bound_inputs(const Inputs& in) {
       row.p_x += ex;
       row.max_abs_logit += ex;
       for (int d = 0; d < D; ++d) {
-        el[d].a_gap += 2 * ex * el[d].a;
-        el[d].a_x += ex * el[d].a;
+        el[d].dev_gap += 2 * ex * el[d].a;
+        el[d].dev_x += ex * el[d].a;
       }
     }
   }
