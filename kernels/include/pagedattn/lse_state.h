@@ -73,7 +73,10 @@ struct PartitionState {
     T w1, w2;
     ms.merge_weights(other.ms, &w1, &w2, exp_fn);
     const T s = w1 + w2;
-    for (int i = 0; i < N; ++i) o[i] = (w1 * o[i] + w2 * other.o[i]) / s;
+    // Normalized weights first: each term is at most max|o|, so outputs near the format's
+    // maximum do not overflow (w1 o1 + w2 o2 can: property_tests/README.md).
+    const T a1 = w1 / s, a2 = w2 / s;
+    for (int i = 0; i < N; ++i) o[i] = a1 * o[i] + a2 * other.o[i];
     ms = {ms.m > other.ms.m ? ms.m : other.ms.m, s};
   }
 };
