@@ -57,11 +57,14 @@ double decode_output(DType dtype, std::uint32_t bits) {
 }
 
 Metrics compute_metrics(DType dtype, const void* out, const std::vector<double>& exact,
-                        const std::vector<std::uint32_t>& rounded) {
-  if (exact.size() != rounded.size()) throw std::invalid_argument("audit: size mismatch");
+                        const std::vector<std::uint32_t>& rounded,
+                        const std::vector<double>* bounds) {
+  if (exact.size() != rounded.size() || (bounds && bounds->size() != exact.size()))
+    throw std::invalid_argument("audit: size mismatch");
   const double inf = std::numeric_limits<double>::infinity();
   const std::size_t esz = dtype_size(dtype);
   Metrics m;
+  if (bounds) m.bound = m.err_over_bound = 0.0;
   double sum = 0;
   const double min_normal = std::ldexp(1.0, facts(dtype).emin);
   for (std::size_t i = 0; i < exact.size(); ++i) {
@@ -77,13 +80,19 @@ Metrics compute_metrics(DType dtype, const void* out, const std::vector<double>&
     ++m.elements;
     // The exact value is finite (the reference's outputs are convex combinations), so a
     // non-finite kernel output is an infinite error.
+    // An element whose bound is NaN has a non-finite input the reference did not see as
+    // NaN: impossible (nan_propagation), so it fails loudly as an infinite ratio.
+    const double b = bounds ? (*bounds)[i] : 0;
+    if (bounds) m.bound = std::isnan(b) ? inf : std::max(*m.bound, b);
     if (!std::isfinite(k)) {
       ++m.nonfinite;
       m.max_abs_err = m.max_ulp_err = m.max_rel_err = inf;
+      if (bounds) m.err_over_bound = inf;
       sum = inf;
       continue;
     }
     const double err = std::fabs(k - x);
+    if (bounds && err > 0) m.err_over_bound = std::max(*m.err_over_bound, b > 0 ? err / b : inf);
     sum += err;
     m.max_abs_err = std::max(m.max_abs_err, err);
     const double ulp = ulp_of(dtype, decode_output(dtype, rounded[i]));

@@ -14,6 +14,7 @@
 #include "pagedattn/api.h"
 #include "pagedattn/resources.h"
 #include "pagedattn_ref/reference.h"
+#include "case_bound.h"
 #if PAGEDATTN_AUDIT_CUDA
 #include "native.h"
 #endif
@@ -189,6 +190,9 @@ std::vector<CaseResult> run_inputs(const Config& c, const Inputs& in,
     return r;
   });
 
+  // The exact magnitudes the bound takes (kernel_error_bound), also beside the kernels.
+  auto bound_magnitudes = std::async(std::launch::async, [&] { return bound_inputs(in); });
+
   const std::int64_t S = in.num_seqs, H = in.num_heads, D = in.head_size, B = in.block_size,
                      KVH = in.num_kv_heads, NB = in.num_blocks;
   const DType ce = in.cache_elem();
@@ -208,6 +212,7 @@ std::vector<CaseResult> run_inputs(const Config& c, const Inputs& in,
 
   std::vector<CaseResult> results;
   std::vector<std::vector<std::uint8_t>> outputs;  // each launched case's out, for metrics
+  std::vector<BoundCase> bound_cases;              // what each case's bound needs
   for (const std::string& profile : on_emulator ? c.profiles : std::vector<std::string>{}) {
     const emu::Profile prof = emu::load_profile(profile);
     for (const std::string& kernel : kernels) {
@@ -263,6 +268,9 @@ std::vector<CaseResult> run_inputs(const Config& c, const Inputs& in,
               r.reason = e.what();
             }
             r.time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+            // The emulator's exp is the correctly rounded one moved at most k ulps.
+            bound_cases.push_back({prof.warp_size, P, effective_choices(opt),
+                                   bound::ExpAccuracy::emulator(em.max_ulp)});
             outputs.push_back(r.launched ? std::move(out.bytes) : std::vector<std::uint8_t>{});
             results.push_back(std::move(r));
           }
@@ -310,6 +318,8 @@ std::vector<CaseResult> run_inputs(const Config& c, const Inputs& in,
             break;
           }
         }
+        // NVIDIA: warp 32, and __expf as CUDA documents it (2 + floor(1.173|x|) ulps).
+        bound_cases.push_back({32, P, effective_choices(opt), bound::ExpAccuracy::cuda_fast()});
         outputs.push_back(r.launched ? std::move(out) : std::vector<std::uint8_t>{});
         results.push_back(std::move(r));
       }
@@ -317,12 +327,18 @@ std::vector<CaseResult> run_inputs(const Config& c, const Inputs& in,
   }
 #endif
 
+  const BoundInputs magnitudes = bound_magnitudes.get();
   const ref::Output exact = reference.get();
   for (std::size_t i = 0; i < results.size(); ++i) {
     CaseResult& r = results[i];
     r.ref_time_s = ref_time;
-    if (r.launched)
-      r.metrics = compute_metrics(in.dtype, outputs[i].data(), exact.value, exact.bits);
+    if (r.launched) {
+      const std::vector<double> bounds =
+          element_bounds(in, magnitudes, bound_cases[i], exact.value, exact.value_err);
+      r.metrics = compute_metrics(in.dtype, outputs[i].data(), exact.value, exact.bits, &bounds);
+      r.bound = r.metrics->bound;
+      r.err_over_bound = r.metrics->err_over_bound;
+    }
     if (progress) progress(r);
   }
   return results;

@@ -48,7 +48,10 @@ TEST(EndToEnd, OursWithinAFewUlpsAndVllmRowsPresent) {
     ASSERT_TRUE(r.launched) << what << ": " << r.reason;
     ASSERT_TRUE(r.metrics.has_value()) << what;
     EXPECT_EQ(r.metrics->nonfinite, 0) << what;  // nan_tail: no NaN reaches an output
-    EXPECT_FALSE(r.bound.has_value());           // until the proofs issue lands
+    // Theorem kernel_error_bound (proofs/error_bound.md), ours and vLLM's each against
+    // its own bound: every element within it.
+    ASSERT_TRUE(r.bound.has_value() && r.err_over_bound.has_value()) << what;
+    EXPECT_LE(*r.err_over_bound, 1.0) << what;
     if (r.numerics == "vllm") {
       ++vllm_rows;
       continue;  // vLLM's algorithm is measured, not held to our tolerance
@@ -127,7 +130,8 @@ TEST(EndToEnd, JsonAndCsvCarryTheSchema) {
                             "backend",        "gpu_vs_emulator_max_abs_diff"}) {
       EXPECT_TRUE(k.contains(key)) << key;
     }
-    EXPECT_TRUE(k["bound"].is_null());
+    EXPECT_EQ(k["bound"].is_number(), k["launched"].get<bool>());
+    EXPECT_EQ(k["err_over_bound"].is_number(), k["launched"].get<bool>());
     EXPECT_TRUE(k["gpu_vs_emulator_max_abs_diff"].is_null());  // emulator-only grid
     EXPECT_TRUE(k["exp_model"].contains("max_ulp"));
     EXPECT_EQ(k["partition_size"].is_null(), k["kernel"] == "v1");

@@ -3,6 +3,7 @@
 // infinite error: it is counted and makes every max metric +inf, never skipped.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "pagedattn/dtypes.h"
@@ -18,6 +19,10 @@ struct Metrics {
   std::int64_t nonfinite = 0;  // kernel NaN/inf where the exact value is finite
   std::int64_t exact_nan = 0;  // exact value NaN (a NaN input was read): not compared
   std::int64_t exact_nan_mismatch = 0;  // of those, kernel output not NaN
+  // With per-element bounds (theorem kernel_error_bound, proofs/error_bound.md): the
+  // largest bound over the compared elements, and max |out - exact| / bound over them
+  // (<= 1: every element within its own bound). 0/0 counts 0, x/0 and non-finite +inf.
+  std::optional<double> bound, err_over_bound;
 };
 
 // The output format's ulp at a value of that format (|r| in its binade; 0 and subnormals:
@@ -28,8 +33,10 @@ double decode_output(DType dtype, std::uint32_t bits);
 
 // `out` holds the kernel's raw output elements (dtype_size(dtype) bytes each); `exact`
 // and `rounded` the reference's value (error far below an output ulp) and its correctly
-// rounded output bits. Sizes must agree.
+// rounded output bits; `bounds` (may be null) each element's proven error bound. Sizes
+// must agree.
 Metrics compute_metrics(DType dtype, const void* out, const std::vector<double>& exact,
-                        const std::vector<std::uint32_t>& rounded);
+                        const std::vector<std::uint32_t>& rounded,
+                        const std::vector<double>* bounds = nullptr);
 
 }  // namespace pagedattn::audit

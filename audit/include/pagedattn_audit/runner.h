@@ -36,9 +36,11 @@ struct CaseResult {
   bool launched = false;
   std::string reason;              // why it did not launch; "" when launched
   std::optional<Metrics> metrics;  // when launched
-  std::optional<double> bound;     // absolute error bound: not yet derived (proofs issue)
-  double time_s = 0;               // emulator: the kernel call, wall clock; cuda: cudaEvent time
-  double ref_time_s = 0;           // the reference of this case's inputs (shared)
+  // Theorem kernel_error_bound (proofs/error_bound.md), when launched: the largest
+  // per-element bound, and max over elements of |out - exact| / that element's bound.
+  std::optional<double> bound, err_over_bound;
+  double time_s = 0;      // emulator: the kernel call, wall clock; cuda: cudaEvent time
+  double ref_time_s = 0;  // the reference of this case's inputs (shared)
   // --backend both, cuda cases: max |gpu out - emulator out| against the first emulator
   // case of the same kernel, partition size and numerics.
   std::optional<double> gpu_vs_emulator_max_abs_diff;

@@ -1,0 +1,80 @@
+// The exact quantities kernel_error_bound takes, from exact values given as doubles
+// (proofs/error_bound.md, section 9).
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "pagedattn_bound/bound.h"
+
+namespace pagedattn::bound {
+
+void exact_magnitudes(std::int64_t n, int head_size, const double* logits, const double* qk_abs,
+                      const double* values, double sum_abs_q, RowMagnitudes* row,
+                      ElementMagnitudes* el) {
+  exact_magnitudes(
+      n, head_size, logits, qk_abs,
+      [&](std::int64_t i, double* out) {
+        std::copy(values + i * head_size, values + (i + 1) * head_size, out);
+      },
+      sum_abs_q, row, el);
+}
+
+void exact_magnitudes(std::int64_t n, int head_size, const double* logits, const double* qk_abs,
+                      const std::function<void(std::int64_t, double*)>& value_row, double sum_abs_q,
+                      RowMagnitudes* row, ElementMagnitudes* el) {
+  // Inputs within 1e-12 relative, double sums of at most 2^31 terms: every result below is
+  // within far less than 1e-9 relative of the exact magnitude, so inflating by 1e-9 keeps
+  // each an upper bound (abs_exact gets an absolute margin of 1e-9 A instead).
+  constexpr double kUp = 1 + 1e-9;
+  *row = RowMagnitudes{};
+  row->n = n;
+  row->sum_abs_q = sum_abs_q * kUp;
+  for (int d = 0; d < head_size; ++d) el[d] = ElementMagnitudes{0, 0, 0, 0, 0};
+  if (n <= 0) return;
+  double x_max = -INFINITY, x_min = INFINITY;
+  for (std::int64_t i = 0; i < n; ++i) {
+    x_max = std::max(x_max, logits[i]);
+    x_min = std::min(x_min, logits[i]);
+  }
+  std::vector<double> p(static_cast<std::size_t>(n));
+  double s = 0;
+  for (std::int64_t i = 0; i < n; ++i) s += p[i] = std::exp(logits[i] - x_max);
+  std::vector<double> y(static_cast<std::size_t>(head_size), 0.0);
+  std::vector<double> v(static_cast<std::size_t>(head_size));
+  for (std::int64_t i = 0; i < n; ++i) {
+    const double pi = p[i] / s, gap = x_max - logits[i], ax = std::fabs(logits[i]);
+    row->max_abs_logit = std::max(row->max_abs_logit, ax);
+    row->max_qk = std::max(row->max_qk, qk_abs[i]);
+    row->p_gap += pi * gap;
+    row->p_qk += pi * qk_abs[i];
+    row->p_x += pi * ax;
+    value_row(i, v.data());
+    for (int d = 0; d < head_size; ++d) {
+      const double av = std::fabs(v[d]), w = pi * av;
+      row->max_abs_v = std::max(row->max_abs_v, av);
+      y[d] += pi * v[d];
+      el[d].a += w;
+      el[d].a_gap += w * gap;
+      el[d].a_qk += w * qk_abs[i];
+      el[d].a_x += w * ax;
+    }
+  }
+  // Gaps x_max - x_i of doubles within 1e-12 relative: off by at most 2e-12 max|x|.
+  const double gap_margin = 1e-9 * row->max_abs_logit;
+  row->spread = (x_max - x_min) * kUp + gap_margin;
+  row->p_gap = row->p_gap * kUp + gap_margin;
+  row->max_abs_logit *= kUp;
+  row->max_qk *= kUp;
+  row->max_abs_v *= kUp;
+  row->p_qk *= kUp;
+  row->p_x *= kUp;
+  for (int d = 0; d < head_size; ++d) {
+    el[d].a *= kUp;
+    el[d].a_gap = el[d].a_gap * kUp + gap_margin * el[d].a;
+    el[d].a_qk *= kUp;
+    el[d].a_x *= kUp;
+    el[d].abs_exact = std::fabs(y[d]) + 1e-9 * el[d].a;
+  }
+}
+
+}  // namespace pagedattn::bound
