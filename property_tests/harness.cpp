@@ -5,6 +5,10 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <map>
+#include <emu/profile.h>
+#include "pagedattn/resources.h"
+#include "pagedattn_bound/bound.h"
 #include <random>
 #include <sstream>
 
@@ -312,26 +316,97 @@ ref::Output exact(const Problem& p) {
   return ref::reference_attention(to_ref(p), o);
 }
 
-std::vector<double> row_bounds(const Problem& p, Kernel k) {
-  std::vector<double> b = test::error_bounds(p, k);
-  // Gradual underflow, which error_bounds' relative model leaves out (found by
-  // prop_v2_eq_v1 on subnormal values): an fp32 product or quotient whose result is
-  // subnormal errs by an absolute eta <= 2^-150 besides its relative u (sums of
-  // subnormals are exact). A row's P.V takes L fma products, the division by s >= 1 and
-  // v_scale one each; V2's reduce one fma per partition and the division; V2's tmp_out
-  // partials go through the same per partition: <= (L + 2 P + 4) eta after the final
-  // division by s >= 1. The output rounding adds half the output format's subnormal
-  // quantum. These add to the relative bound, which stays as derived.
-  const double eta = std::ldexp(1.0, -150);
-  const double half_q = 0.5 * format_min_subnormal(p.c.scalar, CacheFormat::same);
-  const int H = p.c.num_heads;
-  for (std::size_t s = 0; s < p.seq_lens.size(); ++s) {
+namespace {
+bound::Format to_format(DType t) {
+  return t == DType::f32 ? bound::Format::f32 : t == DType::f16 ? bound::Format::f16 : bound::Format::bf16;
+}
+bound::Format cache_format(const Problem& p) {
+  return p.c.cache == CacheFormat::fp8_e4m3   ? bound::Format::fp8_e4m3
+         : p.c.cache == CacheFormat::fp8_e5m2 ? bound::Format::fp8_e5m2
+                                              : to_format(p.c.scalar);
+}
+}  // namespace
+
+std::vector<double> element_bounds(const Problem& p, Kernel k, const ref::Output& ex,
+                                   const std::string& profile) {
+  static thread_local std::map<std::string, int> warp;
+  if (!warp.count(profile)) warp[profile] = emu::load_profile(profile).warp_size;
+  bound::KernelConfig c;
+  c.scalar = to_format(p.c.scalar);
+  c.cache = cache_format(p);
+  c.head_size = p.c.head_size;
+  c.block_size = p.c.block_size;
+  c.warp_size = warp[profile];
+  c.threads_per_block = kThreadsPerBlock;
+  c.partition_size = k == Kernel::v2 ? p.c.partition_size : 0;
+  c.exp = bound::ExpAccuracy::cuda_fast();
+  c.scale = p.c.scale;
+  c.k_scale = p.c.k_scale;
+  c.v_scale = p.c.v_scale;
+  const int S = static_cast<int>(p.seq_lens.size()), H = p.c.num_heads, D = p.c.head_size;
+  std::vector<double> out(static_cast<std::size_t>(S) * H * D, std::nan(""));
+  std::vector<double> logits, qk;
+  std::vector<bound::ElementMagnitudes> el(D);
+  for (int s = 0; s < S; ++s) {
     const int L = p.seq_lens[s];
-    if (L == 0) continue;  // exactly 0 expected
-    const int P = k == Kernel::v2 ? (L + p.c.partition_size - 1) / p.c.partition_size : 0;
-    for (int h = 0; h < H; ++h) b[s * H + h] += (L + 2.0 * P + 4) * eta + half_q;
+    for (int h = 0; h < H; ++h) {
+      const int kvh = h / (H / p.c.num_kv_heads);
+      const double* q = &p.q[(static_cast<std::size_t>(s) * H + h) * D];
+      double sum_abs_q = 0;
+      bool finite = true;
+      for (int d = 0; d < D; ++d) {
+        sum_abs_q += std::fabs(q[d]);
+        finite = finite && std::isfinite(q[d]);
+      }
+      logits.assign(L, 0);
+      qk.assign(L, 0);
+      double max_qk = 0;
+      for (int t = 0; t < L; ++t) {
+        const auto [blk, slot] = where(p, s, t);
+        double dot = 0, mag = 0;
+        for (int d = 0; d < D; ++d) {  // products exact in double (<= 24 + 24 bits)
+          const double kv = get_k(p, blk, kvh, slot, d);
+          dot += q[d] * kv;
+          mag += std::fabs(q[d] * kv);
+        }
+        logits[t] = p.c.scale * dot;
+        if (p.c.alibi) logits[t] += static_cast<double>(p.alibi[h]) * (t - L + 1);
+        qk[t] = std::fabs(p.c.scale) * mag;
+        max_qk = std::max(max_qk, qk[t]);
+        finite = finite && std::isfinite(logits[t]) && std::isfinite(qk[t]);
+      }
+      if (p.c.alibi) finite = finite && std::isfinite(p.alibi[h]);
+      bound::RowMagnitudes row;
+      bound::exact_magnitudes(
+          L, D, logits.data(), qk.data(),
+          [&](std::int64_t t, double* v) {
+            const auto [blk, slot] = where(p, s, static_cast<int>(t));
+            for (int d = 0; d < D; ++d) {
+              v[d] = get_v(p, blk, kvh, slot, d);
+              finite = finite && std::isfinite(v[d]);
+            }
+          },
+          sum_abs_q, &row, el.data());
+      if (!finite) continue;
+      // The double dot products err by <= D 2^-53 Q_i absolutely (recursive summation of
+      // exact products), which bound.h's relative 1e-12 need not cover when logits cancel
+      // (and ALiBi's product and sum add 2^-52 |x|): widen gaps and |x| by that.
+      const double e = 2 * D * 0x1p-53 * max_qk + 0x1p-51 * row.max_abs_logit;
+      row.spread += 2 * e;
+      row.p_gap += 2 * e;
+      row.p_x += e;
+      row.max_abs_logit += e;
+      for (int d = 0; d < D; ++d) {
+        bound::ElementMagnitudes m = el[d];
+        m.a_gap += 2 * e * m.a;
+        m.a_x += e * m.a;
+        const std::size_t i = (static_cast<std::size_t>(s) * H + h) * D + d;
+        if (std::isfinite(ex.value[i])) m.abs_exact = std::fabs(ex.value[i]) + ex.value_err[i];
+        out[i] = bound::kernel_error_bound(c, row, m).total;
+      }
+    }
   }
-  return b;
+  return out;
 }
 
 Err err_over_bound(const Problem& p, const std::vector<double>& got, const ref::Output& want,
@@ -339,7 +414,7 @@ Err err_over_bound(const Problem& p, const std::vector<double>& got, const ref::
   Err e;
   const int D = p.c.head_size;
   for (std::size_t i = 0; i < got.size(); ++i) {
-    const double b = bounds[i / D], x = want.value[i];
+    const double b = bounds[i], x = want.value[i];
     double r;
     if (std::isnan(x)) {
       r = std::isnan(got[i]) ? 0 : INFINITY;

@@ -69,12 +69,16 @@ void recompute_used_slots(Problem& p);
 ref::Problem to_ref(const Problem& p);
 ref::Output exact(const Problem& p);
 
-// The bound each accuracy property asserts, per (seq, head) row: kernels/tests/reference.cpp's
-// first-order derivation (error_bounds, documented there term by term).
-std::vector<double> row_bounds(const Problem& p, Kernel k);
+// The bound each accuracy property asserts, per output element: theorem
+// kernel_error_bound (pagedattn::bound, proofs/bound) with the exact magnitudes of this
+// problem, for the profile's warp width, V1 or V2 at p.c.partition_size, and any exp
+// within CUDA's documented __expf accuracy (so it holds for every emulator exp model).
+// `ex` gives |y|. Rows with a non-finite input get NaN (nothing to bound).
+std::vector<double> element_bounds(const Problem& p, Kernel k, const ref::Output& ex,
+                                   const std::string& profile);
 
 // max over elements of |got - exact| / bound (bound 0: exact equality demanded; any
-// mismatch gives +inf). NaN got where exact is finite gives +inf.
+// mismatch gives +inf). NaN got where exact is finite gives +inf. Bounds per element.
 struct Err {
   double worst = 0;
   std::string where;

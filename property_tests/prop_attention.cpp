@@ -1,6 +1,7 @@
 // Properties of V1, V2 and the reduce on the emulator against the exact reference
 // (pagedattn::ref), each named after the theorem it samples (proofs/ ids). Accuracy is
-// judged per row against row_bounds (harness.h); exact facts are asserted bit for bit.
+// judged per element against kernel_error_bound (element_bounds, harness.h); exact facts
+// are asserted bit for bit.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -46,13 +47,13 @@ PAGEDATTN_PROPERTY(prop_v2_eq_v1, 200) {
   const int P2 = *gen_partition_size(s.block_size, 1024);
   const Problem p = build(s);
   const ref::Output ex = exact(p);
-  assert_within(err_over_bound(p, run(p, Kernel::v1, s.profile).out, ex, row_bounds(p, Kernel::v1)),
+  assert_within(err_over_bound(p, run(p, Kernel::v1, s.profile).out, ex, element_bounds(p, Kernel::v1, ex, s.profile)),
                 "V1");
-  assert_within(err_over_bound(p, run(p, Kernel::v2, s.profile).out, ex, row_bounds(p, Kernel::v2)),
+  assert_within(err_over_bound(p, run(p, Kernel::v2, s.profile).out, ex, element_bounds(p, Kernel::v2, ex, s.profile)),
                 "V2");
   Problem q = p;
   q.c.partition_size = P2;
-  assert_within(err_over_bound(q, run(q, Kernel::v2, s.profile).out, ex, row_bounds(q, Kernel::v2)),
+  assert_within(err_over_bound(q, run(q, Kernel::v2, s.profile).out, ex, element_bounds(q, Kernel::v2, ex, s.profile)),
                 "V2 at partition size " + std::to_string(P2));
 }
 
@@ -66,7 +67,7 @@ PAGEDATTN_PROPERTY(prop_fold_partitions_softmax, 150) {
   const test::Outputs o = run(p, Kernel::v2, s.profile);
   const ref::PartitionStates rp = ref::reference_partitions(to_ref(p), s.partition_size);
   const ref::Output ex = exact(p);
-  const std::vector<double> rb = row_bounds(p, Kernel::v2);
+  const std::vector<double> rb = element_bounds(p, Kernel::v2, ex, s.profile);
   const int S = static_cast<int>(s.seq_lens.size()), H = s.num_heads(), D = s.head_size;
   const int NP = static_cast<int>(o.exp_sums.size()) / (S * H);  // kernel: max_seq_len's
   const double u = std::ldexp(1.0, -24);
@@ -111,7 +112,7 @@ PAGEDATTN_PROPERTY(prop_fold_partitions_softmax, 150) {
           RC_FAIL("partition " + std::to_string(j) + " s " + std::to_string(es) + " exact " +
                   std::to_string(rp.s[ri]) + " bound " + std::to_string(s_bound));
         }
-        // Plus underflow (row_bounds in harness.cpp): n + 4 subnormal products, eta each.
+        // Plus underflow: n + 4 products that may be subnormal, an absolute 2^-150 each.
         const double o_bound = 1.25 * (2 * e_rel + (2.0 * n + 2) * u) * rl.max_abs_v +
                                (n + 4) * std::ldexp(1.0, -150);
         for (int d = 0; d < D; ++d) {
@@ -124,7 +125,7 @@ PAGEDATTN_PROPERTY(prop_fold_partitions_softmax, 150) {
           }
         }
       }
-      // Any tree: the V2 row bound covers the states; the tree replaces the reduce. Per
+      // Any tree: V2's element bound covers the states; the tree replaces the reduce. Per
       // level a weight errs by expf (2u), the rounding of m - M, the product, the sum and
       // w / s (5u; the m - M along a path telescope to <= R): e_w <= 5 (P-1) u + R u, the
       // output moves by 2 e_w max|v|, and each level's a1 o1 + a2 o2 adds 3u max|v|.
@@ -140,7 +141,7 @@ PAGEDATTN_PROPERTY(prop_fold_partitions_softmax, 150) {
       for (int d = 0; d < D; ++d) {
         const std::size_t i = (static_cast<std::size_t>(q) * H + h) * D + d;
         const double want = ex.value[i];
-        const double bound = rb[q * H + h] + tree;
+        const double bound = rb[i] + tree;
         const double err = std::fabs(f.o[d] - want);
         const double r = err == 0 ? 0 : err / bound;
         observe(r, "tree fold");
@@ -204,7 +205,7 @@ PAGEDATTN_PROPERTY(prop_shift_invariance, 150) {
   RC_ASSERT(ex0.bits == ex1.bits);
   (void)ex;
   for (Kernel k : {Kernel::v1, Kernel::v2}) {
-    assert_within(err_over_bound(sh, run(sh, k, s.profile).out, ex0, row_bounds(sh, k)),
+    assert_within(err_over_bound(sh, run(sh, k, s.profile).out, ex0, element_bounds(sh, k, ex0, s.profile)),
                   k == Kernel::v1 ? "shifted V1" : "shifted V2");
   }
 }
@@ -349,7 +350,7 @@ PAGEDATTN_PROPERTY(prop_equal_logits_mean, 150) {
     }
   }
   for (Kernel k : {Kernel::v1, Kernel::v2}) {
-    assert_within(err_over_bound(p, run(p, k, s.profile).out, ex, row_bounds(p, k)),
+    assert_within(err_over_bound(p, run(p, k, s.profile).out, ex, element_bounds(p, k, ex, s.profile)),
                   k == Kernel::v1 ? "ties V1" : "ties V2");
   }
 }

@@ -66,7 +66,7 @@ void reduce_property(const Reducer& reduce) {
       const std::vector<double> r = reduce(st, s.scalar);
       got.insert(got.end(), r.begin(), r.end());
     }
-    assert_within(err_over_bound(p, got, ex, row_bounds(p, Kernel::v2)), "reduce of V2 states");
+    assert_within(err_over_bound(p, got, ex, element_bounds(p, Kernel::v2, ex, s.profile)), "reduce of V2 states");
   }
   // (B) states with a known fold: every o_p = o, so the exact result is o whatever the
   // weights; maxima c + g_p up to 300 apart (a stale max overflows exp); empty states
