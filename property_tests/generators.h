@@ -7,6 +7,7 @@
 #include <rapidcheck.h>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 #include "harness.h"
 
@@ -27,6 +28,8 @@ struct Limits {
 };
 
 rc::Gen<DType> gen_scalar();
+// "h200" (warp 32) or "bi-v100" (warp 64).
+rc::Gen<std::string> gen_profile();
 rc::Gen<int> gen_head_size();
 rc::Gen<int> gen_block_size();
 // A multiple of block_size in [64, max].

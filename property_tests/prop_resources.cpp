@@ -16,7 +16,7 @@ PAGEDATTN_PROPERTY(prop_v1_refused_iff_smem_exceeds, 200) {
   s.scalar = *gen_scalar();
   s.head_size = *gen_head_size();
   s.block_size = *gen_block_size();
-  s.profile = *rc::gen::element(std::string("bi-v100"), std::string("h200"));
+  s.profile = *gen_profile();
   const emu::Profile prof = emu::load_profile(s.profile);
   const std::int64_t edge =
       v1_max_seq_len(prof.warp_size, s.head_size, s.block_size, prof.shared_memory_per_block_optin);

@@ -108,7 +108,7 @@ void reduce_property(const Reducer& reduce) {
 // fold_partitions_softmax on the kernels' reduce: the property above with the emulator's
 // reduce kernel as the reduction.
 PAGEDATTN_PROPERTY(prop_fold_partitions_softmax_reduce, 150) {
-  const std::string profile = *rc::gen::element(std::string("h200"), std::string("bi-v100"));
+  const std::string profile = *gen_profile();
   reduce_property(kernel_reducer(profile));
 }
 
