@@ -43,17 +43,29 @@ __global__ void __launch_bounds__(kThreadsPerBlock) reduce_kernel(const ReduceAr
   const float* exp_sums = a.exp_sums + state0;
   const int seq_len = a.seq_lens[seq];
   // Only this sequence's partitions are read: those past it may hold anything (vLLM
-  // leaves them unwritten).
-  const int num_parts = (seq_len + a.partition_size - 1) / a.partition_size;
+  // leaves them unwritten). Clamped to the row: with check_indices off a seq_len past
+  // max_seq_len must not send the reduce into the next row (or past the buffer); the
+  // attention grid wrote only max_num_partitions states.
+  const std::int64_t parts64 =
+      (static_cast<std::int64_t>(seq_len) + a.partition_size - 1) / a.partition_size;
+  const int num_parts =
+      static_cast<int>(parts64 < a.max_num_partitions ? parts64 : a.max_num_partitions);
 
-  if (num_parts <= 1) {  // block-uniform; one partition's output is already final
+  if (num_parts <= 1) {  // block-uniform; one partition's state is already the fold
+    // Its weight at its own max: s (the output is o as written), 0 when empty, NaN when
+    // poisoned (lse_state.h), so a NaN exp-sum is never dropped.
+    float w = 0.f;
+    if (num_parts == 1)
+      w = LseState<float>{max_logits[0], exp_sums[0]}.weight_at(max_logits[0], FastExp());
     for (int d = tid; d < hs; d += NUM_THREADS) {
-      out[d] = Ops::from_float(num_parts == 1 ? load_tmp<scalar_t>(a, state0 * hs + d) : 0.f);
+      const float o = w == 0.f ? 0.f : (w != w ? w : load_tmp<scalar_t>(a, state0 * hs + d));
+      out[d] = Ops::from_float(o);
     }
     return;
   }
 
-  // Pass 1: the exact global max.
+  // Pass 1: the exact global max. fmaxf skips NaN maxima: a poisoned state is carried by
+  // its weight instead.
   float local_max = -INFINITY;
   for (int p = tid; p < num_parts; p += NUM_THREADS) local_max = fmaxf(local_max, max_logits[p]);
   local_max = group_max<WARP>(local_max);
@@ -63,43 +75,89 @@ __global__ void __launch_bounds__(kThreadsPerBlock) reduce_kernel(const ReduceAr
 #pragma unroll
   for (int w = 1; w < NUM_WARPS; ++w) M = fmaxf(M, red[w]);
 
-  // Pass 2: weights a chunk at a time; each thread accumulates its output rows and (the
-  // same in every thread, same order) the total weight.
-  float acc[MAX_ROWS_PER_THREAD];
-#pragma unroll
-  for (int k = 0; k < MAX_ROWS_PER_THREAD; ++k) acc[k] = 0.f;
-  float total = 0.f;
+  // Pass 2: the fold of lse_state.h's WeightedSum, weights a chunk at a time; each thread
+  // accumulates its output rows and (the same in every thread, same order) the total.
+  WeightedSum<float, MAX_ROWS_PER_THREAD> sum(M);
   for (int c0 = 0; c0 < num_parts; c0 += NUM_THREADS) {
     __syncthreads();  // the previous chunk's weights are consumed
     const int p = c0 + tid;
-    if (p < num_parts) {
-      // w_p = s_p exp(m_p - M); an empty state weighs 0 by selection (lse_state.h).
-      weights[tid] = LseState<float>{max_logits[p], exp_sums[p]}.weight_at(M, FastExp());
-    }
+    if (p < num_parts)
+      weights[tid] = sum.weight(LseState<float>{max_logits[p], exp_sums[p]}, FastExp());
     __syncthreads();
     const int count = imin(NUM_THREADS, num_parts - c0);
     for (int j = 0; j < count; ++j) {
       const float w = weights[j];
-      if (w == 0.f) continue;  // never multiply a (possibly garbage) tmp_out by 0
-      total += w;
+      if (!sum.add_weight(w)) continue;  // never multiply a (possibly garbage) tmp_out by 0
       const std::int64_t base = (state0 + c0 + j) * hs;
 #pragma unroll
       for (int k = 0; k < MAX_ROWS_PER_THREAD; ++k) {
         const int d = tid + k * NUM_THREADS;
-        if (d < hs) acc[k] = fmaf(w, load_tmp<scalar_t>(a, base + d), acc[k]);
+        if (d < hs) sum.add_output(k, w, load_tmp<scalar_t>(a, base + d));
       }
     }
   }
-  // total >= 1 when M is a real max (its partition has s >= 1, weight s * exp(0));
-  // total == 0 only if every state was empty, and then the output is 0.
+  // total >= 1 when M is a real max (its partition has s >= 1, weight s * exp(0)); 0 only
+  // if every state was empty (output 0); NaN if any state was poisoned (output NaN).
   // epsilon_denominator: vLLM's 1 / (total + 1e-6) and a multiply.
-  const float inv = a.eps ? 1.f / (total + 1e-6f) : 0.f;
+  const float inv = a.eps ? 1.f / (sum.total + 1e-6f) : 0.f;
+
+  // A sum that is not finite while the total is: a NaN or inf output element in a live
+  // state (its row is poisoned), or finite partials near FLT_MAX whose weighted sum
+  // overflowed. Block-wide flag through red (every thread read M from it before the first
+  // chunk's barrier).
+  float flag = 0.f;
+#pragma unroll
+  for (int k = 0; k < MAX_ROWS_PER_THREAD; ++k) {
+    if (tid + k * NUM_THREADS < hs && !finite(sum.acc[k])) flag = 1.f;
+  }
+  flag = group_max<WARP>(flag);
+  if (tid % WARP == 0) red[tid / WARP] = flag;
+  __syncthreads();
+  bool rare = false;
+#pragma unroll
+  for (int w = 0; w < NUM_WARPS; ++w) rare = rare || red[w] != 0.f;
+  if (rare && sum.total == sum.total) {  // block-uniform
+    // Rare path: the same fold on partials scaled by 2^-64 (weights are <= total and
+    // partials <= FLT_MAX, so no finite input overflows now); what is still not finite
+    // came from a non-finite partial, which poisons the whole row.
+    const float down = pow2f(-64), up = pow2f(64);
+    WeightedSum<float, MAX_ROWS_PER_THREAD> scaled(M);
+    for (int p = 0; p < num_parts; ++p) {
+      const float w = scaled.weight(LseState<float>{max_logits[p], exp_sums[p]}, FastExp());
+      if (!scaled.add_weight(w)) continue;
+#pragma unroll
+      for (int k = 0; k < MAX_ROWS_PER_THREAD; ++k) {
+        const int d = tid + k * NUM_THREADS;
+        if (d < hs) scaled.add_output(k, w, load_tmp<scalar_t>(a, (state0 + p) * hs + d) * down);
+      }
+    }
+    float bad = 0.f;
+#pragma unroll
+    for (int k = 0; k < MAX_ROWS_PER_THREAD; ++k) {
+      if (tid + k * NUM_THREADS < hs && !finite(scaled.acc[k])) bad = 1.f;
+    }
+    bad = group_max<WARP>(bad);
+    __syncthreads();  // every thread has read the flags
+    if (tid % WARP == 0) red[tid / WARP] = bad;
+    __syncthreads();
+    bool poisoned = false;
+#pragma unroll
+    for (int w = 0; w < NUM_WARPS; ++w) poisoned = poisoned || red[w] != 0.f;
+#pragma unroll
+    for (int k = 0; k < MAX_ROWS_PER_THREAD; ++k) {
+      const int d = tid + k * NUM_THREADS;
+      if (d >= hs) continue;
+      // A convex combination of partials <= FLT_MAX: saturation only undoes rounding.
+      const float o = saturate((a.eps ? scaled.acc[k] * inv : scaled.result(k)) * up);
+      out[d] = Ops::from_float(poisoned ? NAN : o);
+    }
+    return;
+  }
 #pragma unroll
   for (int k = 0; k < MAX_ROWS_PER_THREAD; ++k) {
     const int d = tid + k * NUM_THREADS;
     if (d >= hs) continue;
-    const float o = a.eps ? acc[k] * inv : (total > 0.f ? acc[k] / total : 0.f);
-    out[d] = Ops::from_float(o);
+    out[d] = Ops::from_float(a.eps ? sum.acc[k] * inv : sum.result(k));
   }
 }
 

@@ -229,6 +229,30 @@ void fill_unused_slots(Problem& p, bool nan) {
   }
 }
 
+void set_element(Problem& p, Element e, int seq, int which_index, int kv_head, int d,
+                 double value) {
+  if (e == Element::query) {
+    const std::size_t i =
+        (static_cast<std::size_t>(seq) * p.c.num_heads + which_index) * p.c.head_size + d;
+    store_scalar(p.c.scalar, p.query.data(), i, value);
+    p.q[i] = value;
+    return;
+  }
+  const int B = p.c.block_size, t = which_index;
+  const int blk = p.block_tables[seq * p.max_blocks_per_seq + t / B];
+  const std::size_t i =
+      e == Element::key ? k_index(p, blk, kv_head, t % B, d) : v_index(p, blk, kv_head, t % B, d);
+  std::vector<std::uint8_t>& buf = e == Element::key ? p.key_cache : p.value_cache;
+  if (p.c.cache == CacheFormat::same) {
+    store_scalar(p.c.scalar, buf.data(), i, value);
+  } else {
+    const bool inf = std::isinf(value) && p.c.cache == CacheFormat::fp8_e5m2;
+    buf[i] = inf ? (value > 0 ? 0x7c : 0xfc) : 0x7f;
+    if (!inf) value = NAN;
+  }
+  (e == Element::key ? p.k : p.v)[logical(p, blk, kv_head, t % B, d)] = value;
+}
+
 namespace {
 
 // One (seq, head) row's logits in double, and the facts the error bound needs.

@@ -52,6 +52,13 @@ Problem make_problem(const Config& c);
 // blocks) with NaN (or zero) bit patterns.
 void fill_unused_slots(Problem& p, bool nan);
 
+// Stores a non-finite `value` (NaN or +-inf) into one live element: the query element
+// (seq, head = which_index, d), or the key / value element d of token which_index of
+// sequence seq in KV head kv_head. fp8 caches store the format's NaN byte, or E5M2's inf
+// (E4M3 has none: inf becomes NaN). The decoded copies in p.q / p.k / p.v follow.
+enum class Element { query, key, value };
+void set_element(Problem& p, Element e, int seq, int which_index, int kv_head, int d, double value);
+
 // out [seq][head][d] in double.
 std::vector<double> reference_attention(const Problem& p);
 

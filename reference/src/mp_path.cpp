@@ -167,7 +167,8 @@ MpHead mp_head(const View& v, int s, int h, int t0, int t1, const std::vector<in
   res.elems.resize(dims.size());
   std::vector<double> q(hs), k(hs), prod(hs), row(hs);
   v.query(s, h, q.data());
-  bool finite = std::all_of(q.begin(), q.end(), [](double a) { return std::isfinite(a); });
+  bool finite = std::all_of(q.begin(), q.end(), [](double a) { return std::isfinite(a); }) &&
+                std::isfinite(v.slope(h));
 
   // Exact logits x_i = scale * dot + slope * (i - L + 1).
   std::vector<Mp> x;

@@ -9,8 +9,9 @@
 //   x_i       = scale * dot(q, k_i) + alibi_slopes[h] * (i - L + 1)     (slope 0 without ALiBi)
 //   out       = sum_i exp(x_i) v_i / sum_i exp(x_i)                     (L == 0: out = +0)
 // with query head h reading KV head h / (num_heads / num_kv_heads). Slots at or past L are never
-// read. A non-finite q, k_i or v_i element that is read makes the whole (s, h) row NaN (canonical
-// quiet NaN bits); there is no exact real answer to round then.
+// read. A non-finite q, k_i or v_i element that is read, or a non-finite alibi_slopes[h] with
+// L > 0, makes the whole (s, h) row NaN (canonical quiet NaN bits); there is no exact real
+// answer to round then. (scale, k_scale and v_scale must be finite: validate() refuses them.)
 #pragma once
 
 #include <cstdint>
