@@ -63,5 +63,51 @@ TEST(FoundByProperties, SubnormalValuesWithinTheBound) {
   }
 }
 
+// prop_finite_in_finite_out and prop_v2_eq_v1: values near FLT_MAX. The fp32 sum of
+// e_i v_i (e_i <= 1) overflowed to inf for 2+ tokens although the exact output, a mean of
+// the values, is finite. Fixed on branch nan-algebra (a rescaled path on overflow).
+TEST(FoundByProperties, NearMaxValuesGiveFiniteOutput) {
+  Spec s;
+  s.scalar = DType::f32;
+  s.head_size = 256;
+  s.block_size = 32;
+  s.gqa = 2;
+  s.alibi = true;
+  s.partition_size = 256;
+  s.seq_lens = {5};
+  s.logits = LogitShape::spread;
+  s.span = 200;
+  s.offset = 100;
+  s.q_lanes = ValueClass::nearmax;
+  s.v_class = ValueClass::nearmax;
+  s.seed = 34550;
+  s.profile = "h200";
+  const Problem p = build(s);
+  for (Kernel k : {Kernel::v1, Kernel::v2}) {
+    const test::Outputs o = run(p, k, s.profile);
+    for (double x : o.out) ASSERT_TRUE(std::isfinite(x)) << (k == Kernel::v1 ? "V1" : "V2");
+  }
+}
+
+// prop_nan_propagation_live: a NaN query element on V2 with two partitions gave a finite
+// row (the NaN exp-sum counted as an empty partition and was dropped). Fixed on branch
+// nan-algebra (an empty state is s == 0 exactly).
+TEST(FoundByProperties, NanQueryPoisonsV2Row) {
+  Spec s;
+  s.scalar = DType::f16;
+  s.head_size = 80;
+  s.block_size = 32;
+  s.alibi = true;
+  s.partition_size = 64;
+  s.seq_lens = {127};
+  s.profile = "bi-v100";
+  Problem p = build(s);
+  set_q(p, 0, 0, 0, NAN);
+  for (Kernel k : {Kernel::v1, Kernel::v2}) {
+    const test::Outputs o = run(p, k, s.profile);
+    for (double x : o.out) ASSERT_TRUE(std::isnan(x)) << (k == Kernel::v1 ? "V1" : "V2");
+  }
+}
+
 }  // namespace
 }  // namespace pagedattn::prop
