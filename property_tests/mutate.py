@@ -114,12 +114,14 @@ def mutant_path(mdir, rel):
     return os.path.join(mdir, "include", rel[len("kernels/include/"):])
 
 
-def build_and_run(build, cases, seed):
+def build_and_run(build, cases, seed, checks):
     rc, log = sh(["cmake", "--build", build, "-j2", "--target", "pagedattn_mutant_props"], 900)
     if rc != 0:
         return "stillborn", log[-1500:]
+    # Under every emulator check: a mutant that reads out of bounds, races or misuses a
+    # barrier without changing a value is still a defect the suite should report.
     env = dict(os.environ, PAGEDATTN_PROP_ONLY_F32_H200="1", PAGEDATTN_PROP_SEED=str(seed),
-               RC_PARAMS="max_success=%d" % cases)
+               RC_PARAMS="max_success=%d" % cases, EMU_CHECKS=checks)
     binary = os.path.join(build, "property_tests", "pagedattn_mutant_props")
     rc, log = sh([binary, "--gtest_fail_fast", "--gtest_brief=1",
                   "--gtest_filter=Properties.*"], 300, env)
@@ -136,6 +138,9 @@ def main():
     ap.add_argument("--ids", nargs="*", help="only these mutant ids")
     ap.add_argument("--cases", type=int, default=25, help="cases per property per mutant")
     ap.add_argument("--seed", type=int, default=20261130)
+    ap.add_argument("--checks", default="memcheck,synccheck",
+                    help="EMU_CHECKS for the runs (default memcheck,synccheck: nearly free;\n"
+                         "racecheck costs 20x)")
     ap.add_argument("--out", default="out/properties/mutation.json")
     ap.add_argument("--known-wrong", default="", help="known_wrong.json of test_known_wrong")
     ap.add_argument("--list", action="store_true")
@@ -156,7 +161,7 @@ def main():
     build = os.path.abspath(os.path.join(ROOT, a.build))
     mdir = os.path.join(build, "property_tests", "mutant")
     prepare(build, mdir)
-    status, why = build_and_run(build, a.cases, a.seed)
+    status, why = build_and_run(build, a.cases, a.seed, a.checks)
     if status != "survived":
         sys.exit("mutate.py: the unmutated build does not pass (%s): %s" % (status, why))
     counts = {"killed": 0, "survived": 0, "equivalent": 0, "stillborn": 0}
@@ -168,7 +173,7 @@ def main():
         mutated[m["line"] - 1] = m["_new"]
         open(path, "w").write("\n".join(mutated))
         t0 = time.time()
-        st, why = build_and_run(build, a.cases, a.seed)
+        st, why = build_and_run(build, a.cases, a.seed, a.checks)
         open(path, "w").write("\n".join(original))
         if st == "survived" and m["id"] in equivalent:
             st, why = "equivalent", equivalent[m["id"]]
@@ -186,7 +191,8 @@ def main():
         known = [{"name": k["name"], "killed": k["killed"]} for k in json.load(open(a.known_wrong))]
     out = {"known_wrong": known,
            "source": dict(counts, score=score, total=len(ms), sample=bool(a.sample or a.ids),
-                          cases_per_property=a.cases, seed=a.seed, mutants=results)}
+                          cases_per_property=a.cases, seed=a.seed, emu_checks=a.checks,
+                          mutants=results)}
     os.makedirs(os.path.dirname(os.path.join(ROOT, a.out)), exist_ok=True)
     json.dump(out, open(os.path.join(ROOT, a.out), "w"), indent=2)
     print("killed %d, survived %d, equivalent %d, stillborn %d; score %s (killed / non-equivalent)"
