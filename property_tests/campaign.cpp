@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <algorithm>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -92,13 +93,17 @@ json merge(const std::vector<std::string>& files) {
     if (!in) throw std::runtime_error("--merge: cannot read " + f);
     const json shard = json::parse(in);
     out["seed"] = shard.at("seed");
-    out["shards"] = out["shards"].get<int>() + 1;
     for (const json& p : shard.at("properties")) {
       const std::string name = p.at("name");
       if (!rows.count(name)) order.push_back(name);
       rows[name].push_back(p);
     }
   }
+  // Shard files may each hold some properties (run_campaign.sh writes one per property
+  // and shard): the shard count is the most rows any property has.
+  std::size_t most = 0;
+  for (const auto& [name, r] : rows) most = std::max(most, r.size());
+  out["shards"] = most;
   for (const auto& name : order) {
     json m = {{"name", name}, {"cases", 0}, {"discards", 0}, {"failures", 0}, {"seconds", 0.0},
               {"worst_err_over_bound", nullptr}, {"worst_case", nullptr}, {"reproduce", nullptr}};

@@ -338,6 +338,7 @@ std::vector<double> element_bounds(const Problem& p, Kernel k, const ref::Output
   c.threads_per_block = kThreadsPerBlock;
   c.partition_size = k == Kernel::v2 ? p.c.partition_size : 0;
   c.exp = bound::ExpAccuracy::cuda_fast();
+  if (p.c.numerics == Numerics::vllm_compatible) c.choices = bound::Choices::vllm_compatible();
   c.scale = p.c.scale;
   c.k_scale = p.c.k_scale;
   c.v_scale = p.c.v_scale;

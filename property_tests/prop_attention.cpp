@@ -41,11 +41,16 @@ std::string show(const Spec& s) {
 }  // namespace
 
 // v2_eq_v1: V1, V2 at the case's partition size and V2 at a second one all equal the
-// exact result within the bound. Catches any wrong partition split or reduce.
+// exact result within the bound. Catches any wrong partition split or reduce. One case in
+// four runs vLLM's numerics (Numerics::vllm_compatible: epsilon, rounded probabilities,
+// partials in the output dtype) against the bound for those choices.
 PAGEDATTN_PROPERTY(prop_v2_eq_v1, 200) {
   const Spec s = *gen_spec();
   const int P2 = *gen_partition_size(s.block_size, 1024);
-  const Problem p = build(s);
+  const bool vllm = *rc::gen::weightedElement<bool>({{3, false}, {1, true}});
+  Problem p = build(s);
+  if (vllm) p.c.numerics = Numerics::vllm_compatible;
+  RC_TAG(vllm ? "vllm_compatible" : "exact_fp32");
   const ref::Output ex = exact(p);
   assert_within(err_over_bound(p, run(p, Kernel::v1, s.profile).out, ex, element_bounds(p, Kernel::v1, ex, s.profile)),
                 "V1");
