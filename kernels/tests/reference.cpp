@@ -294,6 +294,12 @@ RowFacts row_facts(const Problem& p, int s, int h) {
 
 }  // namespace
 
+LogitFacts logit_facts(const Problem& p, int seq, int head) {
+  const RowFacts f = row_facts(p, seq, head);
+  const double u = std::ldexp(1.0, -24);
+  return {(p.c.head_size + 1) * u * f.max_dot_abs + 3 * u * f.max_abs_logit, f.spread};
+}
+
 std::vector<double> reference_attention(const Problem& p) {
   const int S = static_cast<int>(p.seq_lens.size()), H = p.c.num_heads, D = p.c.head_size;
   const int B = p.c.block_size;
@@ -326,13 +332,13 @@ std::vector<double> reference_attention(const Problem& p) {
 //    ALiBi fma add u each relative to |logit|: dx <= (D + 1) u A + 3 u |x|max. A logit error
 //    dx moves each probability by a relative 2 dx, so the output by <= 2 dx V.
 //  - exp: CUDA's __expf is within (2 + 1.173 |y|) ulp at y = x - m (|y| <= R, the spread);
-//    rounding y itself costs u R relative: e_i errs by (2 + 2.2 R) u relative; numerator
-//    and denominator together: 2 (2 + 2.2 R) u V.
+//    an ulp is up to 2u relative, and rounding y itself costs u R: e_i errs by
+//    (4 + 3.35 R) u relative; numerator and denominator together: 2 (4 + 3.35 R) u V.
 //  - sums of n terms (s and sum e_i v_i, any order): gamma_n each, relative to s V; the
 //    division and the fp8 v_scale multiply: u each. -> (2 n + 2) u V.
 //  - the output rounding: u_out V.
 //  - V2 adds, per partition weight w_p = s_p exp(m_p - M): gamma_P (s_p) plus the exp's
-//    (2 + 2.2 R) u; weights off by a relative e move the mean by <= 2 e V; the reduce's two
+//    (4 + 3.35 R) u; weights off by a relative e move the mean by <= 2 e V; the reduce's two
 //    sums over P partitions and its division: (2 P + 1) u V. tmp_out in fp32 adds u V.
 //  - vllm_compatible adds: probabilities rounded to scalar (u_s V), the 1e-6 epsilon
 //    (1e-6 V, since s >= 1), fp8 elements rounded to scalar (u_s A on logits, u_s V on
@@ -354,7 +360,7 @@ std::vector<double> error_bounds(const Problem& p, Kernel kernel) {
       const int n = kernel == Kernel::v2 ? std::min(L, p.c.partition_size) : L;
       const double V = f.max_abs_v, A = f.max_dot_abs, R = f.spread;
       double dx = (D + 1) * u * A + 3 * u * f.max_abs_logit;
-      double rel = 2 * (2 + 2.2 * R) * u + (2.0 * n + 2) * u + u_out;
+      double rel = 2 * (4 + 3.35 * R) * u + (2.0 * n + 2) * u + u_out;
       if (compat) {
         rel += u_s + 1e-6;
         if (fp8) {
@@ -365,7 +371,7 @@ std::vector<double> error_bounds(const Problem& p, Kernel kernel) {
       rel += 2 * dx;
       if (kernel == Kernel::v2) {
         const double P = std::ceil(static_cast<double>(L) / p.c.partition_size);
-        rel += 2 * (P * u + (2 + 2.2 * R) * u) + (2 * P + 1) * u + u;
+        rel += 2 * (P * u + (4 + 3.35 * R) * u) + (2 * P + 1) * u + u;
         if (compat) rel += u_s + 1e-6;
       }
       bounds[s * H + h] = 1.25 * rel * V;

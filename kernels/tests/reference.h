@@ -66,6 +66,14 @@ std::vector<double> reference_attention(const Problem& p);
 // reference.cpp from the unit roundoffs and the algorithm.
 std::vector<double> error_bounds(const Problem& p, Kernel kernel);
 
+// Per (seq, head) row, the facts the partition-state bounds use: the bound on any fp32
+// logit's error, dx = (D + 1) u A + 3 u |x|max (derived in reference.cpp), and the spread
+// max - min of the exact logits.
+struct LogitFacts {
+  double dx = 0, spread = 0;
+};
+LogitFacts logit_facts(const Problem& p, int seq, int head);
+
 struct Outputs {
   std::vector<double> out;              // decoded output [seq][head][d]
   std::vector<std::uint8_t> out_bytes;  // raw output storage, for bitwise comparisons

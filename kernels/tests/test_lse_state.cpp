@@ -1,4 +1,6 @@
-// The merge algebra: identity, empty with empty, and agreement with a direct softmax.
+// The merge algebra: identity, empty with empty, agreement with a direct softmax, the NaN
+// rule (a NaN exp-sum is poisoned, not empty), and WeightedSum (the reduce's fold) against
+// the online merge.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -87,6 +89,63 @@ TEST(LseState, MergedPartitionsEqualDirectSoftmax) {
   EXPECT_NEAR(bwd.o[0], o, 1e-14);
   EXPECT_DOUBLE_EQ(fwd.ms.m, mx);
   EXPECT_NEAR(fwd.ms.lse(), mx + std::log(s), 1e-13);
+}
+
+// The first round's bug: `is_empty()` was `!(s > 0)`, true for a NaN exp-sum, so a
+// poisoned partition was dropped. Now only s == 0 is empty and NaN is carried on.
+TEST(LseState, NaNExpSumIsPoisonedNotEmpty) {
+  const LseState<float> nan_s{2.f, NAN}, all_nan{-INFINITY, NAN}, nan_m{NAN, 3.f};
+  EXPECT_FALSE(nan_s.is_empty());
+  EXPECT_FALSE(all_nan.is_empty());
+  EXPECT_TRUE(std::isnan(nan_s.weight_at(5.f)));
+  EXPECT_TRUE(std::isnan(all_nan.weight_at(5.f)));  // every logit NaN: m stayed -inf
+  EXPECT_TRUE(std::isnan(all_nan.weight_at(-INFINITY)));
+  EXPECT_TRUE(std::isnan(nan_m.weight_at(5.f)));
+  EXPECT_EQ((LseState<float>{-INFINITY, 2.f}.weight_at(1.f)), 0.f);  // every logit -inf
+  const LseState<float> good{1.f, 4.f};
+  EXPECT_TRUE(std::isnan(good.merged(nan_s).s));
+  EXPECT_TRUE(std::isnan(nan_s.merged(good).s));
+  EXPECT_TRUE(std::isnan(good.merged(all_nan).s));
+  EXPECT_TRUE(std::isnan(nan_s.normalized(1.f)));
+  PartitionState<float, 2> a, b;
+  a.ms = good;
+  a.o[0] = 0.5f;
+  b.ms = nan_s;
+  a.merge(b);
+  EXPECT_TRUE(std::isnan(a.o[0]) && std::isnan(a.o[1]) && std::isnan(a.ms.s));
+  WeightedSum<float, 1> w(5.f);
+  EXPECT_TRUE(w.add_weight(w.weight(good)));
+  EXPECT_TRUE(w.add_weight(w.weight(all_nan)));
+  EXPECT_TRUE(std::isnan(w.result(0)));
+}
+
+// WeightedSum (two passes: exact max first) equals the online merge in double, an empty
+// state adds nothing, and a row of only empty states folds to 0.
+TEST(LseState, WeightedSumEqualsTheOnlineMerge) {
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<double> um(-10, 10), us(1, 50), uo(-1, 1);
+  std::vector<PartitionState<double, 2>> parts(9);
+  double M = -INFINITY;
+  for (std::size_t p = 0; p < parts.size(); ++p) {
+    if (p == 4) continue;  // empty
+    parts[p].ms = {um(rng), us(rng)};
+    parts[p].o[0] = uo(rng);
+    parts[p].o[1] = uo(rng);
+    M = std::max(M, parts[p].ms.m);
+  }
+  PartitionState<double, 2> online;
+  WeightedSum<double, 2> fold(M);
+  for (const auto& p : parts) {
+    online.merge(p);
+    const double w = fold.weight(p.ms);
+    if (!fold.add_weight(w)) continue;
+    for (int k = 0; k < 2; ++k) fold.add_output(k, w, p.o[k]);
+  }
+  for (int k = 0; k < 2; ++k) EXPECT_NEAR(fold.result(k), online.o[k], 1e-14);
+  EXPECT_NEAR(fold.total, online.ms.s, 1e-12 * online.ms.s);
+  WeightedSum<double, 1> none(-INFINITY);
+  EXPECT_FALSE(none.add_weight(none.weight(LseState<double>::empty())));
+  EXPECT_EQ(none.result(0), 0.0);
 }
 
 }  // namespace

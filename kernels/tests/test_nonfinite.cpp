@@ -19,16 +19,28 @@ namespace {
 
 const char* const kProfiles[] = {"bi-v100", "h200"};
 
-// Runs the clean and the poisoned problem and checks: rows (seq, head) all NaN, the rest
-// bitwise as clean; for V2 the poisoned row has a NaN exp-sum in some partition.
-void expect_rows_poisoned(const Problem& clean, const Problem& bad,
-                          const std::vector<std::pair<int, int>>& rows, const std::string& what) {
+// V1 and V2 on both profiles, in that order.
+std::vector<Outputs> run_all(const Problem& p) {
+  std::vector<Outputs> v;
+  for (const char* profile : kProfiles) {
+    for (Kernel k : {Kernel::v1, Kernel::v2}) v.push_back(run_kernel(p, k, profile));
+  }
+  return v;
+}
+
+// Runs the poisoned problem and checks against the clean runs: rows (seq, head) all NaN,
+// the rest bitwise as clean; for V2 the poisoned row has a NaN exp-sum in some partition.
+void expect_rows_poisoned(const std::vector<Outputs>& clean_runs, const Problem& clean,
+                          const Problem& bad, const std::vector<std::pair<int, int>>& rows,
+                          const std::string& what) {
   const int H = clean.c.num_heads, D = clean.c.head_size;
   const std::size_t es = dtype_size(clean.c.scalar);
+  int run = 0;
   for (const char* profile : kProfiles) {
     for (Kernel k : {Kernel::v1, Kernel::v2}) {
       const std::string where = what + " " + profile + (k == Kernel::v1 ? " V1" : " V2");
-      const Outputs a = run_kernel(clean, k, profile), b = run_kernel(bad, k, profile);
+      const Outputs& a = clean_runs[run++];
+      const Outputs b = run_kernel(bad, k, profile);
       for (int s = 0; s < static_cast<int>(clean.seq_lens.size()); ++s) {
         for (int h = 0; h < H; ++h) {
           const std::size_t row = static_cast<std::size_t>(s) * H + h;
@@ -50,6 +62,11 @@ void expect_rows_poisoned(const Problem& clean, const Problem& bad,
       }
     }
   }
+}
+
+void expect_rows_poisoned(const Problem& clean, const Problem& bad,
+                          const std::vector<std::pair<int, int>>& rows, const std::string& what) {
+  expect_rows_poisoned(run_all(clean), clean, bad, rows, what);
 }
 
 void expect_row_poisoned(const Problem& clean, const Problem& bad, int seq, int head,
@@ -84,37 +101,37 @@ TEST(NonFinite, LiveNaNOrInfPoisonsExactlyItsRow) {
       {Element::value, -INFINITY, "v -inf"}};
   for (DType t : {DType::f32, DType::f16}) {
     for (int P : {64, 512}) {
+      const Config c = base(t, CacheFormat::same, P);
+      const Problem clean = make_problem(c);
+      const std::vector<Outputs> clean_runs = run_all(clean);
       for (const Poison& po : poisons) {
-        const Config c = base(t, CacheFormat::same, P);
-        const Problem clean = make_problem(c);
+        // f32 takes the NaN of each element kind; f16 every poison.
+        if (t == DType::f32 && !std::isnan(po.value)) continue;
         Problem bad = clean;
-        // seq 0, head 2 (KV head 1); token 100 sits in the middle partition at P = 64, one
-        // whose weight is tiny next to the others' is no excuse to drop it.
-        const int which = po.e == Element::query ? 2 : 100;
-        set_element(bad, po.e, 0, which, 1, 5, po.value);
-        const int head = po.e == Element::query ? 2 : -1;
-        if (head >= 0) {
-          expect_row_poisoned(clean, bad, 0, 2, std::string(po.name) + " P " + std::to_string(P));
-        } else {
-          // A KV element poisons both query heads of its KV head (GQA 2:1): heads 2 and 3.
-          for (int h : {2, 3}) {
-            const Outputs o = run_kernel(bad, Kernel::v2, "h200");
-            for (int d = 0; d < c.head_size; ++d) {
-              ASSERT_TRUE(std::isnan(o.out[(0 * c.num_heads + h) * c.head_size + d]))
-                  << po.name << " P " << P << " head " << h;
-            }
-          }
-          Problem one_head = clean;
-          one_head.c.num_kv_heads = 4;  // not used by make_problem again: rebuild instead
-          Config c4 = c;
-          c4.num_kv_heads = 4;
-          const Problem clean4 = make_problem(c4);
-          Problem bad4 = clean4;
-          set_element(bad4, po.e, 0, which, 2, 5, po.value);
-          expect_row_poisoned(clean4, bad4, 0, 2, std::string(po.name) + " P " + std::to_string(P));
-        }
+        // seq 0: the query element of head 2, or token 100 of KV head 1 (read by heads 2
+        // and 3, GQA 2:1), in the middle partition at P = 64.
+        const bool q = po.e == Element::query;
+        set_element(bad, po.e, 0, q ? 2 : 100, 1, 5, po.value);
+        const std::vector<std::pair<int, int>> rows =
+            q ? std::vector<std::pair<int, int>>{{0, 2}}
+              : std::vector<std::pair<int, int>>{{0, 2}, {0, 3}};
+        expect_rows_poisoned(clean_runs, clean, bad, rows,
+                             std::string(po.name) + " P " + std::to_string(P));
       }
     }
+  }
+}
+
+// vLLM's numerics (probabilities rounded, epsilon, fp16 partials) follow the same rule.
+TEST(NonFinite, VllmCompatibleNumericsToo) {
+  for (Element e : {Element::query, Element::key, Element::value}) {
+    Config c = base(DType::f16, CacheFormat::fp8_e4m3, 64);
+    c.numerics = Numerics::vllm_compatible;
+    c.num_kv_heads = 4;
+    const Problem clean = make_problem(c);
+    Problem bad = clean;
+    set_element(bad, e, 0, e == Element::query ? 1 : 70, 1, 3, NAN);
+    expect_row_poisoned(clean, bad, 0, 1, "vllm_compatible");
   }
 }
 

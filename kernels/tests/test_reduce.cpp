@@ -1,36 +1,128 @@
-// The V2 reduce: no length cap (4M tokens of partition states through the reduce alone),
-// empty states inside a row, and a long end-to-end V2 on BI-V100 past V1's reach.
+// The V2 reduce: no length cap (4M tokens of partition states through the reduce alone)
+// within a derived bound that every known-wrong reduction violates, empty states inside a
+// row, the partition count clamped to the row, and a long end-to-end V2 on BI-V100 past V1's reach.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstring>
 #include <random>
 #include "pagedattn/resources.h"
 #include "reference.h"
+#include "wrong_reductions.h"
 
 namespace pagedattn::test {
 namespace {
 
-// Synthetic states for a 4M-token sequence (8192 partitions of 512), some of them empty
-// with NaN garbage in tmp_out, reduced and compared with the merge in double.
-TEST(Reduce, FourMillionTokensWithoutALengthCap) {
+// The reduce's error against the exact fold of its own fp32 states, first order in u =
+// 2^-24, per output element d, from what the reduce computes (lse_state.h's WeightedSum):
+//  - each weight w_p = fl(s_p fl(exp(fl(m_p - M)))) errs by a relative delta_p <= u (the
+//    product) + 2u (2 + 1.173 |x_p|) (exp: CUDA documents __expf within 2 + 1.173|x| ulps,
+//    an ulp <= 2u relative; the emulator's default is tighter) + u |x_p| (rounding x_p =
+//    m_p - M; exact by Sterbenz when close). Weights off by delta_p move out = A / T by
+//    sum_p delta_p w_p |o_p - out| / T (A = sum w_p o_p, T = sum w_p);
+//  - the two running sums, one rounding per step (fmaf for A): u sum_k |A_k| and
+//    u sum_k |T_k| over the partial sums (Higham, running error analysis), moving out by
+//    (u sum|A_k| + |out| u sum|T_k|) / T; the division: u |out|.
+// Every first-order term is at most (P + 200) u < 1e-3 relative, so the second-order ones
+// are below 1e-3 of the bound: factor 1.01.
+std::vector<double> reduce_bounds(const wrong::States& st) {
+  const double u = std::ldexp(1.0, -24);
+  const int P = st.parts(), D = st.head_size;
+  double M = -INFINITY;
+  for (int p = 0; p < P; ++p) M = std::max(M, st.m[p]);
+  std::vector<double> w(P, 0.0), delta(P, 0.0);
+  double T = 0, sumT = 0;
+  for (int p = 0; p < P; ++p) {
+    if (st.s[p] == 0) continue;
+    const double x = st.m[p] - M;
+    w[p] = st.s[p] * std::exp(x);
+    delta[p] = u + 2 * u * (2 + 1.173 * std::fabs(x)) + u * std::fabs(x);
+    T += w[p];
+    sumT += T;
+  }
+  const std::vector<double> out = wrong::reduce(wrong::Reduction::right, st);
+  std::vector<double> bound(D);
+  for (int d = 0; d < D; ++d) {
+    double A = 0, sumA = 0, wt = 0;
+    for (int p = 0; p < P; ++p) {
+      if (w[p] == 0) continue;
+      A += w[p] * st.o_at(p, d);
+      sumA += std::fabs(A);
+      wt += delta[p] * w[p] * std::fabs(st.o_at(p, d) - out[d]);
+    }
+    bound[d] = 1.01 * ((wt + u * sumA + std::fabs(out[d]) * u * sumT) / T + u * std::fabs(out[d]));
+  }
+  return bound;
+}
+
+// max_d |got_d - exact_d| / bound_d (NaN counts as infinitely wrong).
+double worst_ratio(const std::vector<double>& got, const std::vector<double>& exact,
+                   const std::vector<double>& bound) {
+  double r = 0;
+  for (std::size_t d = 0; d < got.size(); ++d) {
+    const double e = std::fabs(got[d] - exact[d]);
+    r = std::isnan(e) ? INFINITY : std::max(r, e / bound[d]);
+  }
+  return r;
+}
+
+// Synthetic states for a 4M-token sequence (8192 partitions of 512), every 997th empty
+// with NaN garbage in tmp_out, reduced and checked against the exact fold of those states
+// within reduce_bounds. Two rows built so that every known-wrong reduction of
+// wrong_reductions.h fails the same check, which the test shows by running each once:
+//  - head 0, many partitions matter (maxima in [50, 60], exp-sums in [1, 512]): picking
+//    the largest-max partition, weighting by the exp-sum twice and dropping the rescale
+//    all move the output by ~1e-2, against a bound of ~1e-5;
+//  - head 1, one partition dominates (s = 1 at M, the others 40 to 60 below): the output
+//    is ~o_p of one partition and the bound a few u, so vLLM's epsilon (1e-6 relative)
+//    and partials rounded to fp16 (2^-12 relative) fail;
+//  - both: partition 0 lies 120 below M, so a stale max (partition 0's) overflows
+//    exp(m_p - M) in fp32; the empty states' NaN garbage poisons a merge that multiplies
+//    it by 0.
+TEST(Reduce, FourMillionTokensWithinTheDerivedBound) {
   const int S = 1, H = 2, D = 128, Psize = 512;
   const std::int64_t len = 4LL << 20;
   const std::int64_t P = len / Psize;
   std::mt19937_64 rng(11);
-  std::uniform_real_distribution<double> um(-30, 30), us(1, 512), uo(-1, 1);
+  std::uniform_real_distribution<double> u01(0, 1), us(1, 512), uo(-1, 1);
   std::vector<float> es(S * H * P), ml(S * H * P), tmp(S * H * P * D);
-  for (std::int64_t i = 0; i < S * H * P; ++i) {
-    const bool empty = i % 997 == 5;  // a defined empty state; its tmp_out is garbage
-    ml[i] = empty ? -INFINITY : static_cast<float>(um(rng));
-    es[i] = empty ? 0.f : static_cast<float>(us(rng));
-    for (int d = 0; d < D; ++d) tmp[i * D + d] = empty ? NAN : static_cast<float>(uo(rng));
-  }
-  // The first partition far below a late one: with a stale or partial max (partition 0's)
-  // exp(m_p - M) = exp(120) overflows fp32; only the exact global max keeps it finite.
   for (int h = 0; h < H; ++h) {
-    ml[h * P] = -60.f;
+    for (std::int64_t p = 0; p < P; ++p) {
+      const std::int64_t i = h * P + p;
+      const bool empty = p % 997 == 5;  // a defined empty state; its tmp_out is garbage
+      const double m = h == 0 ? 50 + 10 * u01(rng) : 0 + 20 * u01(rng);
+      ml[i] = empty ? -INFINITY : static_cast<float>(m);
+      es[i] = empty ? 0.f : static_cast<float>(us(rng));
+      for (int d = 0; d < D; ++d) tmp[i * D + d] = empty ? NAN : static_cast<float>(uo(rng));
+    }
+    ml[h * P] = -60.f;  // partition 0: 120 below M
     es[h * P] = 1.f;
-    ml[h * P + P - 3] = 60.f;
+    // M. Head 1's dominant state comes last, so the running sums are tiny until then and
+    // their rounding bound stays ~3u.
+    const std::int64_t top = h == 0 ? P - 3 : P - 1;
+    ml[h * P + top] = 60.f;
+    if (h == 1) es[h * P + top] = 1.f;
+  }
+  std::vector<wrong::States> rows;
+  for (int h = 0; h < H; ++h) {
+    rows.push_back(
+        wrong::row_states(&ml[h * P], &es[h * P], &tmp[h * P * D], static_cast<int>(P), D));
+  }
+  std::vector<std::vector<double>> exact, bound;
+  for (const auto& st : rows) {
+    exact.push_back(wrong::reduce(wrong::Reduction::right, st));
+    bound.push_back(reduce_bounds(st));
+  }
+  // The wrong reductions fail the check (in at least one row each).
+  for (wrong::Reduction r : wrong::all_wrong()) {
+    double worst = 0;
+    for (int h = 0; h < H; ++h) {
+      worst = std::max(worst, worst_ratio(wrong::reduce(r, rows[h]), exact[h], bound[h]));
+    }
+    EXPECT_GT(worst, 1.0) << wrong::name(r) << " would pass this test";
+    std::printf("  %s: error / bound %.3g\n", wrong::name(r).c_str(), worst);
   }
   std::vector<float> out(S * H * D, NAN);
   std::vector<std::int32_t> sl = {static_cast<std::int32_t>(len)};
@@ -44,30 +136,71 @@ TEST(Reduce, FourMillionTokensWithoutALengthCap) {
                            TensorView::contiguous(sl.data(), DType::i32, {S}), len,
                            Backend::emulator(profile), opt);
     for (int h = 0; h < H; ++h) {
-      double M = -INFINITY, R = 0;
-      for (std::int64_t p = 0; p < P; ++p) M = std::max(M, double(ml[h * P + p]));
-      for (std::int64_t p = 0; p < P; ++p) {
-        if (es[h * P + p] > 0) R = std::max(R, M - ml[h * P + p]);
-      }
-      // Bound: each weight s_p exp(m_p - M) errs by (2 + 2.2 R) u (exp and its argument)
-      // plus u (the product): the mean moves by twice that times max|o| = 1; the two sums
-      // of P terms and the division add (2 P + 1) u. Factor 1.25: second-order terms.
-      const double u = std::ldexp(1.0, -24);
-      const double bound = 1.25 * (2 * ((3 + 2.2 * R) * u) + (2.0 * P + 1) * u);
-      for (int d = 0; d < D; ++d) {
-        double num = 0, den = 0;
-        for (std::int64_t p = 0; p < P; ++p) {
-          const std::int64_t i = h * P + p;
-          if (es[i] == 0) continue;
-          const double w = es[i] * std::exp(double(ml[i]) - M);
-          num += w * tmp[i * D + d];
-          den += w;
-        }
-        ASSERT_FALSE(std::isnan(out[h * D + d])) << profile;
-        EXPECT_NEAR(out[h * D + d], num / den, bound) << profile << " head " << h << " d " << d;
-      }
+      const std::vector<double> got(out.begin() + h * D, out.begin() + (h + 1) * D);
+      const double ratio = worst_ratio(got, exact[h], bound[h]);
+      EXPECT_LE(ratio, 1.0) << profile << " head " << h;
+      std::printf("  reduce on %s, head %d: error / bound %.3g\n", profile, h, ratio);
     }
   }
+}
+
+// With check_indices off, a seq_len past max_seq_len must not send the reduce past its
+// row: it folds the row's max_num_partitions states only (the attention grid wrote no
+// more). Row 0's sequence claims 10,000 tokens against 3 partitions of 64; row 1's states
+// follow it in memory with different values, then the buffer ends. Wrong variant caught:
+// the partition count from seq_len alone (reads row 1, then past the buffer).
+TEST(Reduce, SeqLenPastMaxSeqLenIsClampedToTheRow) {
+  const int S = 2, H = 1, D = 64, P = 3;
+  std::vector<float> es = {3, 2, 1, 5, 0.5f, 7}, ml = {1, 2, 3, 9, 8, 7};
+  std::vector<float> tmp(S * H * P * D);
+  for (std::size_t i = 0; i < tmp.size(); ++i) tmp[i] = static_cast<float>((i * 37) % 101) / 50 - 1;
+  std::vector<float> out(S * H * D, NAN);
+  std::vector<std::int32_t> sl = {10000, 150};
+  Options opt;
+  opt.partition_size = 64;
+  opt.check_indices = false;
+  paged_attention_reduce(TensorView::contiguous(out.data(), DType::f32, {S, H, D}),
+                         TensorView::contiguous(es.data(), DType::f32, {S, H, P}),
+                         TensorView::contiguous(ml.data(), DType::f32, {S, H, P}),
+                         TensorView::contiguous(tmp.data(), DType::f32, {S, H, P, D}),
+                         TensorView::contiguous(sl.data(), DType::i32, {S}), 150,
+                         Backend::emulator("h200"), opt);
+  const wrong::States row0 = wrong::row_states(ml.data(), es.data(), tmp.data(), P, D);
+  const std::vector<double> want = wrong::reduce(wrong::Reduction::right, row0);
+  const std::vector<double> b = reduce_bounds(row0);
+  const std::vector<double> got(out.begin(), out.begin() + D);
+  EXPECT_LE(worst_ratio(got, want, b), 1.0);
+  // Reading row 1's states too (6 partitions) lands far outside the bound.
+  const wrong::States six = wrong::row_states(ml.data(), es.data(), tmp.data(), 2 * P, D);
+  EXPECT_GT(worst_ratio(wrong::reduce(wrong::Reduction::right, six), want, b), 1.0);
+}
+
+// States past a row's partition count hold NaN garbage (vLLM leaves them unwritten): the
+// output is the same bit for bit as with zeros there.
+TEST(Reduce, GarbagePastTheRowsPartitionsChangesNothing) {
+  const int S = 2, H = 1, D = 64, P = 4;
+  std::vector<float> out_a(S * H * D), out_b(S * H * D);
+  for (bool nan : {false, true}) {
+    std::vector<float> es = {3, 2, 1, 5, 4, 4, 1, 1}, ml = {1, 2, 3, 9, 8, 7, 6, 5};
+    std::vector<float> tmp(S * H * P * D);
+    for (std::size_t i = 0; i < tmp.size(); ++i)
+      tmp[i] = static_cast<float>((i * 37) % 101) / 50 - 1;
+    if (nan) {  // seq 0 has 130 tokens: 3 partitions of 64; its 4th state is garbage
+      es[3] = ml[3] = NAN;
+      for (int d = 0; d < D; ++d) tmp[3 * D + d] = NAN;
+    }
+    std::vector<std::int32_t> sl = {130, 256};
+    Options opt;
+    opt.partition_size = 64;
+    std::vector<float>& out = nan ? out_b : out_a;
+    paged_attention_reduce(TensorView::contiguous(out.data(), DType::f32, {S, H, D}),
+                           TensorView::contiguous(es.data(), DType::f32, {S, H, P}),
+                           TensorView::contiguous(ml.data(), DType::f32, {S, H, P}),
+                           TensorView::contiguous(tmp.data(), DType::f32, {S, H, P, D}),
+                           TensorView::contiguous(sl.data(), DType::i32, {S}), 256,
+                           Backend::emulator("bi-v100"), opt);
+  }
+  EXPECT_EQ(0, std::memcmp(out_a.data(), out_b.data(), out_a.size() * 4));
 }
 
 // Rows whose every state is empty (a zero-length sequence) reduce to 0, not NaN.
