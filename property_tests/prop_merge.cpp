@@ -160,6 +160,18 @@ PAGEDATTN_PROPERTY(prop_merge_assoc, 2000) {
   const auto X = direct({a, b, c});
   RC_ASSERT(same(L, Rt));
   RC_ASSERT(same(L, X));
+  // The reduce's two-pass form (WeightedSum: M first, then sum w_p o_p / sum w_p) is the
+  // same fold.
+  if (!X.ms.is_empty()) {
+    WeightedSum<Mp, kN> ws(X.ms.m);
+    for (const auto& st : {as<Mp>(a), as<Mp>(b), as<Mp>(c)}) {
+      const Mp w = ws.weight(st.ms, MpExp());
+      if (!ws.add_weight(w)) continue;
+      for (int i = 0; i < kN; ++i) ws.add_output(i, w, st.o[i]);
+    }
+    RC_ASSERT(overlap(ws.total, X.ms.s));
+    for (int i = 0; i < kN; ++i) RC_ASSERT(overlap(ws.result(i), X.o[i]));
+  }
 
   // fp32, both trees against the exact fold. Two merges; per merge each weight
   // s exp(m - M) errs by exp's <= 1 ulp (2u), the rounding of m - M (u |m - M|, and the
