@@ -43,7 +43,8 @@ std::uint64_t mix(std::uint64_t x) {
 
 json run_one(const PropertyDef& def, std::uint64_t seed, int cases) {
   double worst = -1;
-  PropertyDef tracked{def.name, [&def, &worst] {
+  PropertyDef tracked{def.name,
+                      [&def, &worst] {
                         observation() = {};
                         def.body();
                         worst = std::max(worst, observation().worst);
@@ -67,7 +68,8 @@ json run_one(const PropertyDef& def, std::uint64_t seed, int cases) {
   }
   if (worst < 0) return row;  // an exact (bitwise) property: no error to rank
   row["worst_err_over_bound"] = worst;
-  PropertyDef find{def.name, [&def, worst] {
+  PropertyDef find{def.name,
+                   [&def, worst] {
                      observation() = {};
                      def.body();
                      if (observation().worst >= worst) {
@@ -105,8 +107,9 @@ json merge(const std::vector<std::string>& files) {
   for (const auto& [name, r] : rows) most = std::max(most, r.size());
   out["shards"] = most;
   for (const auto& name : order) {
-    json m = {{"name", name}, {"cases", 0}, {"discards", 0}, {"failures", 0}, {"seconds", 0.0},
-              {"worst_err_over_bound", nullptr}, {"worst_case", nullptr}, {"reproduce", nullptr}};
+    json m = {{"name", name},          {"cases", 0},          {"discards", 0},
+              {"failures", 0},         {"seconds", 0.0},      {"worst_err_over_bound", nullptr},
+              {"worst_case", nullptr}, {"reproduce", nullptr}};
     const json* pick = nullptr;  // a failure first, else the largest worst_err_over_bound
     for (const json& p : rows[name]) {
       m["cases"] = m["cases"].get<long>() + p.at("cases").get<long>();
@@ -119,7 +122,8 @@ json merge(const std::vector<std::string>& files) {
         pick = &p;
       } else if (!pick_failed && !p.at("worst_err_over_bound").is_null() &&
                  (!pick || (*pick)["worst_err_over_bound"].is_null() ||
-                  p["worst_err_over_bound"].get<double>() > (*pick)["worst_err_over_bound"].get<double>())) {
+                  p["worst_err_over_bound"].get<double>() >
+                      (*pick)["worst_err_over_bound"].get<double>())) {
         pick = &p;
       }
     }
@@ -143,12 +147,14 @@ int main(int argc, char** argv) {
   std::string shard = "1/1", out_file, only;
   std::vector<std::string> merge_files;
   bool list = false;
-  app.add_option("--cases", cases, "cases per property, over all shards")->check(CLI::PositiveNumber);
+  app.add_option("--cases", cases, "cases per property, over all shards")
+      ->check(CLI::PositiveNumber);
   app.add_option("--seed", seed, "campaign seed");
   app.add_option("--shard", shard, "K/N: this shard (1 <= K <= N)");
   app.add_option("--out", out_file, "JSON summary to write (default: stdout)");
   app.add_option("--properties", only, "comma-separated property names (default: all)");
-  app.add_option("--merge", merge_files, "merge these shard summaries into --out instead of running");
+  app.add_option("--merge", merge_files,
+                 "merge these shard summaries into --out instead of running");
   app.add_flag("--list", list, "print the property names");
   CLI11_PARSE(app, argc, argv);
 
@@ -180,7 +186,8 @@ int main(int argc, char** argv) {
   }
   std::vector<const PropertyDef*> defs;
   for (const auto& d : registry()) {
-    if (only.empty() || ("," + only + ",").find("," + d.name + ",") != std::string::npos) defs.push_back(&d);
+    if (only.empty() || ("," + only + ",").find("," + d.name + ",") != std::string::npos)
+      defs.push_back(&d);
   }
   if (defs.empty()) {
     std::cerr << "pagedattn_prop_campaign: --properties names none of the properties (see --list)"
@@ -193,7 +200,8 @@ int main(int argc, char** argv) {
   json summary = {{"seed", seed}, {"shard", shard}, {"properties", json::array()}};
   bool failed = false;
   for (std::size_t i = 0; i < defs.size(); ++i) {
-    const std::uint64_t s = mix(mix(mix(seed) ^ static_cast<std::uint64_t>(k)) ^ name_hash(defs[i]->name));
+    const std::uint64_t s =
+        mix(mix(mix(seed) ^ static_cast<std::uint64_t>(k)) ^ name_hash(defs[i]->name));
     json row = run_one(*defs[i], s, mine);
     failed = failed || row["failures"].get<int>() > 0;
     std::cerr << defs[i]->name << ": " << row["cases"] << " cases, " << row["failures"]

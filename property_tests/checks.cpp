@@ -40,7 +40,8 @@ RowLogits row_logits(const Problem& p, int seq, int head) {
 
 void assert_within(const Err& e, const std::string& what) {
   observe(e.worst, what + ": " + e.where);
-  if (!(e.worst <= 1.0)) RC_FAIL(what + ": error/bound " + std::to_string(e.worst) + " at " + e.where);
+  if (!(e.worst <= 1.0))
+    RC_FAIL(what + ": error/bound " + std::to_string(e.worst) + " at " + e.where);
 }
 
 float tmp_at(const test::Outputs& o, std::size_t i) {

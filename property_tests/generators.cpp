@@ -34,7 +34,9 @@ rc::Gen<int> gen_head_size() {
   return rc::gen::element(32, 64, 80, 96, 112, 120, 128, 192, 256);
 }
 
-rc::Gen<int> gen_block_size() { return rc::gen::element(8, 16, 32); }
+rc::Gen<int> gen_block_size() {
+  return rc::gen::element(8, 16, 32);
+}
 
 rc::Gen<int> gen_partition_size(int block_size, int max) {
   std::vector<int> sizes;
@@ -48,8 +50,8 @@ rc::Gen<int> gen_partition_size(int block_size, int max) {
 
 rc::Gen<int> gen_seq_len(int B, int P, int max_tokens, bool allow_zero) {
   std::vector<int> edges;
-  for (int e : {B - 1, B, B + 1, 2 * B - 1, 2 * B + 1, P - 1, P, P + 1, 2 * P - 1, 2 * P,
-                2 * P + 1, 3 * P + 1}) {
+  for (int e : {B - 1, B, B + 1, 2 * B - 1, 2 * B + 1, P - 1, P, P + 1, 2 * P - 1, 2 * P, 2 * P + 1,
+                3 * P + 1}) {
     if (e >= 1 && e <= max_tokens) edges.push_back(e);
   }
   auto gen = rc::gen::weightedOneOf<int>({
@@ -83,9 +85,8 @@ rc::Gen<Spec> gen_spec(const Limits& lim) {
     Spec s;
     s.scalar = *gen_scalar();
     if (lim.fp8) {
-      s.cache = *rc::gen::weightedElement<CacheFormat>({{4, CacheFormat::same},
-                                                        {1, CacheFormat::fp8_e4m3},
-                                                        {1, CacheFormat::fp8_e5m2}});
+      s.cache = *rc::gen::weightedElement<CacheFormat>(
+          {{4, CacheFormat::same}, {1, CacheFormat::fp8_e4m3}, {1, CacheFormat::fp8_e5m2}});
       if (s.cache != CacheFormat::same) {
         s.k_scale = *rc::gen::element(1.0, 0.5, 2.0, 0.0625, 3.0);
         s.v_scale = *rc::gen::element(1.0, 0.25, 4.0, 0.1);
@@ -122,8 +123,8 @@ rc::Gen<Spec> gen_spec(const Limits& lim) {
         // levels far from 0, where exp of an unshifted logit would overflow (> 88.7).
         s.span = *rc::gen::element(1.0, 10.0, 30.0, 80.0, 88.0, 89.0, 104.0, 110.0, 200.0);
         s.offset = *rc::gen::element(0.0, 100.0, -100.0, 1000.0, -3000.0);
-        s.q_lanes = *rc::gen::element(ValueClass::uniform, ValueClass::subnormal,
-                                      ValueClass::nearmax);
+        s.q_lanes =
+            *rc::gen::element(ValueClass::uniform, ValueClass::subnormal, ValueClass::nearmax);
       }
     }
     s.v_class = lim.nearmax_v ? *rc::gen::element(ValueClass::uniform, ValueClass::subnormal,

@@ -23,7 +23,7 @@ struct Limits {
   bool fp8 = true;
   bool shaped_logits = true;
   bool nearmax_v = true;
-  bool v1_fits = true;   // keep max_seq_len within V1's shared memory on the profile
+  bool v1_fits = true;      // keep max_seq_len within V1's shared memory on the profile
   bool allow_empty = true;  // seq_len 0 and trailing empty partitions
 };
 

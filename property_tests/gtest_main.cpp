@@ -17,8 +17,8 @@ class PropertyTest : public testing::Test {
     using namespace pagedattn::prop;
     const char* seed_env = std::getenv("PAGEDATTN_PROP_SEED");
     const char* rc_env = std::getenv("RC_PARAMS");
-    const std::uint64_t seed =
-        seed_env ? std::strtoull(seed_env, nullptr, 10) : rc::detail::configuration().testParams.seed;
+    const std::uint64_t seed = seed_env ? std::strtoull(seed_env, nullptr, 10)
+                                        : rc::detail::configuration().testParams.seed;
     const int cases = rc_env && std::strstr(rc_env, "max_success")
                           ? rc::detail::configuration().testParams.maxSuccess
                           : def_->ci_cases;

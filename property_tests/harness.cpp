@@ -20,8 +20,7 @@ std::size_t elem_size(const Problem& p) {
 }
 std::size_t k_index(const Problem& p, int blk, int kvh, int slot, int d) {
   const int D = p.c.head_size, B = p.c.block_size, X = p.x;
-  return (((static_cast<std::size_t>(blk) * p.c.num_kv_heads + kvh) * (D / X) + d / X) * B +
-          slot) *
+  return (((static_cast<std::size_t>(blk) * p.c.num_kv_heads + kvh) * (D / X) + d / X) * B + slot) *
              X +
          d % X;
 }
@@ -85,8 +84,7 @@ std::ostream& operator<<(std::ostream& os, const Spec& s) {
   os << "{" << dtype_name(s.scalar) << " cache=" << cache_format_name(s.cache);
   if (s.cache != CacheFormat::same) os << " k_scale=" << s.k_scale << " v_scale=" << s.v_scale;
   os << " D=" << s.head_size << " B=" << s.block_size << " kv_heads=" << s.num_kv_heads
-     << " gqa=" << s.gqa << (s.alibi ? " alibi" : "") << " P=" << s.partition_size
-     << " seq_lens=[";
+     << " gqa=" << s.gqa << (s.alibi ? " alibi" : "") << " P=" << s.partition_size << " seq_lens=[";
   for (std::size_t i = 0; i < s.seq_lens.size(); ++i) os << (i ? "," : "") << s.seq_lens[i];
   os << "] extra_len=" << s.extra_len
      << (s.layout == BlockLayout::repeated ? " blocks=repeated" : " blocks=distinct")
@@ -171,9 +169,9 @@ double class_value(std::mt19937_64& rng, ValueClass c, DType scalar, CacheFormat
       // output must be representable for "finite in, finite out" to be a claim.
       // fp8 rounds the value to 2 (e5m2) or 3 mantissa bits, up by at most 2^-3: 0.75 keeps
       // the stored value below the output format's maximum.
-      double mx = std::min(format_max(scalar, cache) * scale,
-                           (cache == CacheFormat::same ? 1.0 : 0.75) *
-                               format_max(scalar, CacheFormat::same));
+      double mx =
+          std::min(format_max(scalar, cache) * scale, (cache == CacheFormat::same ? 1.0 : 0.75) *
+                                                          format_max(scalar, CacheFormat::same));
       // f32 and bf16 up to FLT_MAX: the kernels' fp32 sums of e_i v_i overflowed there
       // although the exact output is finite (README.md, "found by properties"); the
       // kernels now rescale on overflow.
@@ -316,7 +314,9 @@ ref::Output exact(const Problem& p) {
 
 namespace {
 bound::Format to_format(DType t) {
-  return t == DType::f32 ? bound::Format::f32 : t == DType::f16 ? bound::Format::f16 : bound::Format::bf16;
+  return t == DType::f32   ? bound::Format::f32
+         : t == DType::f16 ? bound::Format::f16
+                           : bound::Format::bf16;
 }
 bound::Format cache_format(const Problem& p) {
   return p.c.cache == CacheFormat::fp8_e4m3   ? bound::Format::fp8_e4m3
@@ -427,8 +427,8 @@ Err err_over_bound(const Problem& p, const std::vector<double>& got, const ref::
       e.worst = std::max(e.worst, r);
       std::ostringstream os;
       os.precision(17);
-      os << "row " << i / D << " d " << i % D << ": got " << got[i] << " exact " << x
-         << " bound " << b;
+      os << "row " << i / D << " d " << i % D << ": got " << got[i] << " exact " << x << " bound "
+         << b;
       e.where = os.str();
     }
   }

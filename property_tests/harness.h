@@ -40,8 +40,8 @@ struct Spec {
   int extra_len = 0;  // max_seq_len = max(seq_lens) + extra_len: trailing empty partitions
   BlockLayout layout = BlockLayout::distinct;
   LogitShape logits = LogitShape::uniform;
-  double span = 1;    // logit spread for the shaped logits
-  double offset = 0;  // logit level for the shaped logits
+  double span = 1;                           // logit spread for the shaped logits
+  double offset = 0;                         // logit level for the shaped logits
   ValueClass q_lanes = ValueClass::uniform;  // shaped logits: q elements 1.. (k's are 0)
   ValueClass v_class = ValueClass::uniform;
   std::uint64_t seed = 1;

@@ -52,13 +52,16 @@ PAGEDATTN_PROPERTY(prop_v2_eq_v1, 200) {
   if (vllm) p.c.numerics = Numerics::vllm_compatible;
   RC_TAG(vllm ? "vllm_compatible" : "exact_fp32");
   const ref::Output ex = exact(p);
-  assert_within(err_over_bound(p, run(p, Kernel::v1, s.profile).out, ex, element_bounds(p, Kernel::v1, ex, s.profile)),
+  assert_within(err_over_bound(p, run(p, Kernel::v1, s.profile).out, ex,
+                               element_bounds(p, Kernel::v1, ex, s.profile)),
                 "V1");
-  assert_within(err_over_bound(p, run(p, Kernel::v2, s.profile).out, ex, element_bounds(p, Kernel::v2, ex, s.profile)),
+  assert_within(err_over_bound(p, run(p, Kernel::v2, s.profile).out, ex,
+                               element_bounds(p, Kernel::v2, ex, s.profile)),
                 "V2");
   Problem q = p;
   q.c.partition_size = P2;
-  assert_within(err_over_bound(q, run(q, Kernel::v2, s.profile).out, ex, element_bounds(q, Kernel::v2, ex, s.profile)),
+  assert_within(err_over_bound(q, run(q, Kernel::v2, s.profile).out, ex,
+                               element_bounds(q, Kernel::v2, ex, s.profile)),
                 "V2 at partition size " + std::to_string(P2));
 }
 
@@ -119,8 +122,8 @@ PAGEDATTN_PROPERTY(prop_fold_partitions_softmax, 150) {
                   std::to_string(rp.s[ri]) + " bound " + std::to_string(s_bound));
         }
         // Plus underflow: n + 4 products that may be subnormal, an absolute 2^-150 each.
-        const double o_bound = 1.25 * (2 * e_rel + (2.0 * n + 2) * u) * rl.max_abs_v +
-                               (n + 4) * std::ldexp(1.0, -150);
+        const double o_bound =
+            1.25 * (2 * e_rel + (2.0 * n + 2) * u) * rl.max_abs_v + (n + 4) * std::ldexp(1.0, -150);
         for (int d = 0; d < D; ++d) {
           const double want = rp.o[ri * D + d], got = st.o[d];
           const double r = std::fabs(got - want) == 0 ? 0 : std::fabs(got - want) / o_bound;
@@ -138,11 +141,12 @@ PAGEDATTN_PROPERTY(prop_fold_partitions_softmax, 150) {
       const int P = std::max(1, (p.seq_lens[q] + s.partition_size - 1) / s.partition_size);
       double R = 0;
       if (!rl.x.empty()) {
-        R = *std::max_element(rl.x.begin(), rl.x.end()) - *std::min_element(rl.x.begin(), rl.x.end());
+        R = *std::max_element(rl.x.begin(), rl.x.end()) -
+            *std::min_element(rl.x.begin(), rl.x.end());
       }
       // Underflow: 2 products per level, eta each.
-      const double tree = 1.25 * (13.0 * (P - 1) + 2 * R) * u * rl.max_abs_v +
-                          2.0 * NP * std::ldexp(1.0, -150);
+      const double tree =
+          1.25 * (13.0 * (P - 1) + 2 * R) * u * rl.max_abs_v + 2.0 * NP * std::ldexp(1.0, -150);
       const State f = fold_tree(states, rng);
       for (int d = 0; d < D; ++d) {
         const std::size_t i = (static_cast<std::size_t>(q) * H + h) * D + d;
@@ -152,8 +156,8 @@ PAGEDATTN_PROPERTY(prop_fold_partitions_softmax, 150) {
         const double r = err == 0 ? 0 : err / bound;
         observe(r, "tree fold");
         if (!(r <= 1)) {
-          RC_FAIL("tree fold row " + std::to_string(q * H + h) + " d " + std::to_string(d) +
-                  ": " + std::to_string(f.o[d]) + " exact " + std::to_string(want));
+          RC_FAIL("tree fold row " + std::to_string(q * H + h) + " d " + std::to_string(d) + ": " +
+                  std::to_string(f.o[d]) + " exact " + std::to_string(want));
         }
       }
     }
@@ -211,8 +215,9 @@ PAGEDATTN_PROPERTY(prop_shift_invariance, 150) {
   RC_ASSERT(ex0.bits == ex1.bits);
   (void)ex;
   for (Kernel k : {Kernel::v1, Kernel::v2}) {
-    assert_within(err_over_bound(sh, run(sh, k, s.profile).out, ex0, element_bounds(sh, k, ex0, s.profile)),
-                  k == Kernel::v1 ? "shifted V1" : "shifted V2");
+    assert_within(
+        err_over_bound(sh, run(sh, k, s.profile).out, ex0, element_bounds(sh, k, ex0, s.profile)),
+        k == Kernel::v1 ? "shifted V1" : "shifted V2");
   }
 }
 
@@ -232,7 +237,8 @@ PAGEDATTN_PROPERTY(prop_empty_partitions_neutral, 150) {
   RC_ASSERT(same_bits(c.out_bytes, d.out_bytes));
   // Host fold: the same states with empty ones interleaved.
   const int D = s.head_size;
-  const int NP = static_cast<int>(a.exp_sums.size()) / (static_cast<int>(s.seq_lens.size()) * s.num_heads());
+  const int NP =
+      static_cast<int>(a.exp_sums.size()) / (static_cast<int>(s.seq_lens.size()) * s.num_heads());
   std::vector<State> xs;
   for (int j = 0; j < NP; ++j) {
     State st;
@@ -262,7 +268,8 @@ PAGEDATTN_PROPERTY(prop_block_permutation_bitwise, 125) {
   std::mt19937 rng(perm_seed);
   std::shuffle(pi.begin(), pi.end(), rng);
   Problem q = p;
-  const std::size_t kb = p.key_cache.size() / p.num_blocks, vb = p.value_cache.size() / p.num_blocks;
+  const std::size_t kb = p.key_cache.size() / p.num_blocks,
+                    vb = p.value_cache.size() / p.num_blocks;
   for (int b = 0; b < p.num_blocks; ++b) {
     std::memcpy(&q.key_cache[pi[b] * kb], &p.key_cache[b * kb], kb);
     std::memcpy(&q.value_cache[pi[b] * vb], &p.value_cache[b * vb], vb);
@@ -356,8 +363,9 @@ PAGEDATTN_PROPERTY(prop_equal_logits_mean, 150) {
     }
   }
   for (Kernel k : {Kernel::v1, Kernel::v2}) {
-    assert_within(err_over_bound(p, run(p, k, s.profile).out, ex, element_bounds(p, k, ex, s.profile)),
-                  k == Kernel::v1 ? "ties V1" : "ties V2");
+    assert_within(
+        err_over_bound(p, run(p, k, s.profile).out, ex, element_bounds(p, k, ex, s.profile)),
+        k == Kernel::v1 ? "ties V1" : "ties V2");
   }
 }
 

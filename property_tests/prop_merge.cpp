@@ -50,12 +50,13 @@ rc::Gen<F32State> gen_state() {
     st.m = *rc::gen::weightedOneOf<float>(
         {{2, rc::gen::element(0.f, 1.f, -1.f, 10.f)},
          {3, rc::gen::map(rc::gen::inRange(-2000, 2000), [](int k) { return k / 8.f; })}});
-    st.s = *rc::gen::weightedOneOf<float>(
-        {{1, rc::gen::just(1.f)},
-         {3, rc::gen::map(rc::gen::inRange(1 << 20, 1 << 30), [](int k) { return k / 1048576.f; })}});
+    st.s = *rc::gen::weightedOneOf<float>({{1, rc::gen::just(1.f)},
+                                           {3, rc::gen::map(rc::gen::inRange(1 << 20, 1 << 30),
+                                                            [](int k) { return k / 1048576.f; })}});
     for (float& o : st.o) {
       o = *rc::gen::weightedOneOf<float>(
-          {{3, rc::gen::map(rc::gen::inRange(-1 << 20, 1 << 20), [](int k) { return k / 1048576.f; })},
+          {{3,
+            rc::gen::map(rc::gen::inRange(-1 << 20, 1 << 20), [](int k) { return k / 1048576.f; })},
            {1, rc::gen::map(gen_special(DType::f32, CacheFormat::same, false),
                             [](double v) { return static_cast<float>(v); })}});
     }
@@ -147,7 +148,8 @@ PAGEDATTN_PROPERTY(prop_merge_comm, 2000) {
   RC_ASSERT(same(merged(as<Mp>(a), as<Mp>(b), MpExp()), merged(as<Mp>(b), as<Mp>(a), MpExp())));
   RC_ASSERT(bitwise(merged(as<float>(a), as<float>(b), StdExp()),
                     merged(as<float>(b), as<float>(a), StdExp())));
-  const auto ab = as<float>(a).ms.merged(as<float>(b).ms), ba = as<float>(b).ms.merged(as<float>(a).ms);
+  const auto ab = as<float>(a).ms.merged(as<float>(b).ms),
+             ba = as<float>(b).ms.merged(as<float>(a).ms);
   RC_ASSERT(std::memcmp(&ab, &ba, sizeof ab) == 0);
 }
 
@@ -189,8 +191,9 @@ PAGEDATTN_PROPERTY(prop_merge_assoc, 2000) {
   }
   const double R = hi > lo ? hi - lo : 0;
   const double e_w = 8 * u + 2 * R * u;
-  for (const auto& f : {merged(merged(as<float>(a), as<float>(b), StdExp()), as<float>(c), StdExp()),
-                        merged(as<float>(a), merged(as<float>(b), as<float>(c), StdExp()), StdExp())}) {
+  for (const auto& f :
+       {merged(merged(as<float>(a), as<float>(b), StdExp()), as<float>(c), StdExp()),
+        merged(as<float>(a), merged(as<float>(b), as<float>(c), StdExp()), StdExp())}) {
     if (X.ms.is_empty()) {
       RC_ASSERT(f.ms.is_empty());
       continue;
@@ -202,7 +205,8 @@ PAGEDATTN_PROPERTY(prop_merge_assoc, 2000) {
       const double want = X.o[i].convert_to<double>();
       // Underflow: the products a1 o1, a2 o2 of two merges err by eta = 2^-150 each.
       const double bound = 1.25 * (2 * e_w + 8 * u) * vmax + 4 * std::ldexp(1.0, -150);
-      const double r = bound > 0 ? std::fabs(f.o[i] - want) / bound : (f.o[i] == want ? 0 : INFINITY);
+      const double r =
+          bound > 0 ? std::fabs(f.o[i] - want) / bound : (f.o[i] == want ? 0 : INFINITY);
       observe(r, "o[" + std::to_string(i) + "]");
       if (!(r <= 1.0)) {
         RC_FAIL("o[" + std::to_string(i) + "] = " + std::to_string(f.o[i]) + ", exact " +

@@ -39,7 +39,8 @@ PAGEDATTN_PROPERTY(prop_nan_propagation_unused, 125) {
     RC_ASSERT(same_bits(a.out_bytes, b.out_bytes));
     if (k == Kernel::v2) {
       RC_ASSERT(std::memcmp(a.exp_sums.data(), b.exp_sums.data(), 4 * a.exp_sums.size()) == 0);
-      RC_ASSERT(std::memcmp(a.max_logits.data(), b.max_logits.data(), 4 * a.max_logits.size()) == 0);
+      RC_ASSERT(std::memcmp(a.max_logits.data(), b.max_logits.data(), 4 * a.max_logits.size()) ==
+                0);
     }
   }
 }

@@ -29,7 +29,8 @@ Reducer kernel_reducer(const std::string& profile) {
     for (int p = 0; p < P; ++p) {
       es[p] = static_cast<float>(st.s[p]);
       ml[p] = static_cast<float>(st.m[p]);
-      for (int d = 0; d < D; ++d) tmp[static_cast<std::size_t>(p) * D + d] = static_cast<float>(st.o_at(p, d));
+      for (int d = 0; d < D; ++d)
+        tmp[static_cast<std::size_t>(p) * D + d] = static_cast<float>(st.o_at(p, d));
     }
     std::vector<std::uint8_t> out(static_cast<std::size_t>(D) * dtype_size(out_dtype), 0xff);
     std::vector<std::int32_t> sl = {P * Psize};
@@ -61,12 +62,14 @@ void reduce_property(const Reducer& reduce) {
     std::memcpy(tmp.data(), o.tmp_out.data(), o.tmp_out.size());
     std::vector<double> got;
     for (int row = 0; row < S * H; ++row) {
-      const auto st = test::wrong::row_states<float>(&o.max_logits[row * NP], &o.exp_sums[row * NP],
-                                                     &tmp[static_cast<std::size_t>(row) * NP * D], NP, D);
+      const auto st =
+          test::wrong::row_states<float>(&o.max_logits[row * NP], &o.exp_sums[row * NP],
+                                         &tmp[static_cast<std::size_t>(row) * NP * D], NP, D);
       const std::vector<double> r = reduce(st, s.scalar);
       got.insert(got.end(), r.begin(), r.end());
     }
-    assert_within(err_over_bound(p, got, ex, element_bounds(p, Kernel::v2, ex, s.profile)), "reduce of V2 states");
+    assert_within(err_over_bound(p, got, ex, element_bounds(p, Kernel::v2, ex, s.profile)),
+                  "reduce of V2 states");
   }
   // (B) states with a known fold: every o_p = o, so the exact result is o whatever the
   // weights; maxima c + g_p up to 300 apart (a stale max overflows exp); empty states
@@ -82,15 +85,19 @@ void reduce_property(const Reducer& reduce) {
     std::vector<double> o(D);
     for (double& v : o) v = static_cast<double>(*rc::gen::inRange(-1024, 1025)) / 1024;
     for (int p = 0; p < P; ++p) {
-      const bool empty = all_empty || (p > 0 && *rc::gen::weightedElement<bool>({{1, true}, {3, false}}));
-      const double g = *rc::gen::element(0.0, 10.0, -10.0, 50.0, -50.0, 100.0, -100.0, 150.0, -150.0);
+      const bool empty =
+          all_empty || (p > 0 && *rc::gen::weightedElement<bool>({{1, true}, {3, false}}));
+      const double g =
+          *rc::gen::element(0.0, 10.0, -10.0, 50.0, -50.0, 100.0, -100.0, 150.0, -150.0);
       st.m.push_back(empty ? -INFINITY : c + g);
       st.s.push_back(empty ? 0.0 : static_cast<double>(*rc::gen::inRange(1, 65)));
       for (int d = 0; d < D; ++d) st.o.push_back(empty ? NAN : o[d]);
     }
     const std::vector<double> r = reduce(st, out);
     const double u = std::ldexp(1.0, -24);
-    const double u_out = out == DType::f32 ? u : out == DType::f16 ? std::ldexp(1.0, -11) : std::ldexp(1.0, -8);
+    const double u_out = out == DType::f32   ? u
+                         : out == DType::f16 ? std::ldexp(1.0, -11)
+                                             : std::ldexp(1.0, -8);
     for (int d = 0; d < D; ++d) {
       const double want = all_empty ? 0.0 : o[d];
       // tests/test_reduce.cpp's reduce bound with every o_p equal: the weights' errors
@@ -98,8 +105,8 @@ void reduce_property(const Reducer& reduce) {
       // rounding u_out |o| (o is a multiple of 2^-10, never subnormal). 1.25: second order.
       const double bound = 1.25 * (2.0 * P + 1) * u * std::fabs(want) + u_out * std::fabs(want);
       if (!(std::fabs(r[d] - want) <= bound)) {
-        RC_FAIL("known fold: d " + std::to_string(d) + " got " + std::to_string(r[d]) +
-                " want " + std::to_string(want) + " for states " + show_states(st));
+        RC_FAIL("known fold: d " + std::to_string(d) + " got " + std::to_string(r[d]) + " want " +
+                std::to_string(want) + " for states " + show_states(st));
       }
     }
   }

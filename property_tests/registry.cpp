@@ -26,7 +26,9 @@ Registrar::Registrar(const char* name, void (*body)(), int ci_cases) {
   registry().push_back({name, body, ci_cases});
 }
 
-std::string property_id(const std::string& name) { return "Properties/" + name; }
+std::string property_id(const std::string& name) {
+  return "Properties/" + name;
+}
 
 RunResult run_property(const PropertyDef& def, std::uint64_t seed, int cases, bool shrink) {
   using namespace rc::detail;

@@ -23,23 +23,21 @@ struct Registrar {
 };
 
 // Defines and registers a property body.
-#define PAGEDATTN_PROPERTY(name, ci_cases)                                            \
-  static void name##_body();                                                          \
-  static const ::pagedattn::prop::Registrar name##_registrar{#name, &name##_body,    \
-                                                             ci_cases};               \
+#define PAGEDATTN_PROPERTY(name, ci_cases)                                                   \
+  static void name##_body();                                                                 \
+  static const ::pagedattn::prop::Registrar name##_registrar{#name, &name##_body, ci_cases}; \
   static void name##_body()
 
 struct RunResult {
   bool passed = false;
-  int cases = 0;     // successful cases
-  int discards = 0;  // cases rejected by RC_PRE
+  int cases = 0;          // successful cases
+  int discards = 0;       // cases rejected by RC_PRE
   std::string message;    // RapidCheck's result text (counterexample on failure)
   std::string reproduce;  // RC_PARAMS="..." for the gtest binary; empty if passed
   double seconds = 0;
 };
 // The RapidCheck id under which a property is checked and reproduced.
 std::string property_id(const std::string& name);
-RunResult run_property(const PropertyDef& def, std::uint64_t seed, int cases,
-                       bool shrink = true);
+RunResult run_property(const PropertyDef& def, std::uint64_t seed, int cases, bool shrink = true);
 
 }  // namespace pagedattn::prop

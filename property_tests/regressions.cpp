@@ -58,7 +58,8 @@ TEST(FoundByProperties, SubnormalValuesWithinTheBound) {
   const Problem p = build(s);
   const ref::Output ex = exact(p);
   for (Kernel k : {Kernel::v1, Kernel::v2}) {
-    const Err e = err_over_bound(p, run(p, k, s.profile).out, ex, element_bounds(p, k, ex, s.profile));
+    const Err e =
+        err_over_bound(p, run(p, k, s.profile).out, ex, element_bounds(p, k, ex, s.profile));
     EXPECT_LE(e.worst, 1.0) << e.where;
   }
 }

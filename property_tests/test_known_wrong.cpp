@@ -22,7 +22,8 @@ std::uint64_t ci_seed() {
 }
 
 RunResult check(test::wrong::Reduction r) {
-  PropertyDef def{"known_wrong_" + test::wrong::name(r), [r] {
+  PropertyDef def{"known_wrong_" + test::wrong::name(r),
+                  [r] {
                     reduce_property([r](const test::wrong::States& st, DType) {
                       return test::wrong::reduce(r, st);
                     });
@@ -41,10 +42,11 @@ TEST(MutationScore, KnownWrongReductionsAreKilled) {
   for (test::wrong::Reduction w : test::wrong::all_wrong()) {
     const RunResult r = check(w);
     const bool killed = !r.passed;
-    std::cout << test::wrong::name(w) << ": " << (killed ? "killed after " : "SURVIVED ")
-              << r.cases << " passing cases" << std::endl;
+    std::cout << test::wrong::name(w) << ": " << (killed ? "killed after " : "SURVIVED ") << r.cases
+              << " passing cases" << std::endl;
     EXPECT_TRUE(killed) << test::wrong::name(w) << " survived " << r.cases << " cases";
-    rows.push_back({{"name", test::wrong::name(w)}, {"killed", killed}, {"cases_to_kill", r.cases + 1}});
+    rows.push_back(
+        {{"name", test::wrong::name(w)}, {"killed", killed}, {"cases_to_kill", r.cases + 1}});
   }
   if (const char* dir = std::getenv("PAGEDATTN_PROP_OUT")) {
     std::ofstream(std::string(dir) + "/known_wrong.json") << rows.dump(2) << "\n";
