@@ -50,7 +50,7 @@ BoundInputs bound_inputs(const Inputs& in) {
       for (int d = 0; d < D; ++d) {
         q[d] = element(in, in.query, in.dtype, (std::int64_t{s} * H + h) * D + d);
         sum_abs_q += std::fabs(q[d]);
-        finite = finite && std::isfinite(q[d]);
+        finite = finite && (n == 0 || std::isfinite(q[d]));  // q is read only if n > 0
       }
       logits.assign(static_cast<std::size_t>(n), 0);
       qk.assign(static_cast<std::size_t>(n), 0);
@@ -93,8 +93,8 @@ BoundInputs bound_inputs(const Inputs& in) {
       row.p_x += ex;
       row.max_abs_logit += ex;
       for (int d = 0; d < D; ++d) {
-        el[d].a_gap += 2 * ex * el[d].a;
-        el[d].a_x += ex * el[d].a;
+        el[d].dev_gap += 2 * ex * el[d].a;
+        el[d].dev_x += ex * el[d].a;
       }
     }
   }

@@ -386,7 +386,7 @@ std::string help_text() {
         "\n"
         "Runs paged_attention_v1 and _v2 and the exact reference over a grid of cases (or a\n"
         "replay folder) and reports, per case: max and mean absolute error, max error in\n"
-        "ulps of the output dtype, max relative error, the error bound (null until derived),\n"
+        "ulps of the output dtype, max relative error, the proven error bound and error/bound,\n"
         "whether the kernel launched (V1 is refused when its shared memory exceeds the\n"
         "profile's) and why not, and the time. Lists are comma-separated; the grid is their\n"
         "cartesian product. Every case runs with our numerics and/or vLLM's (--numerics), and\n"

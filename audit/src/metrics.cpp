@@ -78,12 +78,12 @@ Metrics compute_metrics(DType dtype, const void* out, const std::vector<double>&
       continue;
     }
     ++m.elements;
-    // The exact value is finite (the reference's outputs are convex combinations), so a
-    // non-finite kernel output is an infinite error.
     // An element whose bound is NaN has a non-finite input the reference did not see as
-    // NaN: impossible (nan_propagation), so it fails loudly as an infinite ratio.
+    // NaN: impossible (nan_propagation), so it fails loudly as an infinite bound.
     const double b = bounds ? (*bounds)[i] : 0;
     if (bounds) m.bound = std::isnan(b) ? inf : std::max(*m.bound, b);
+    // The exact value is finite (the reference's outputs are convex combinations), so a
+    // non-finite kernel output is an infinite error.
     if (!std::isfinite(k)) {
       ++m.nonfinite;
       m.max_abs_err = m.max_ulp_err = m.max_rel_err = inf;

@@ -143,7 +143,7 @@ Bound kernel_error_bound(const KernelConfig& c, const RowMagnitudes& row,
   const double c_qk = g_dot * (1 + u);
   const double c_gap = u * (1 + u) + m1;
   const double c_0 = eta_q + c_gap * 2 * xi_max + m0;
-  const double SA = K * (c_qk * el.a_qk + u * el.a_x + c_gap * el.a_gap + c_0 * el.a);
+  const double SA = K * (c_qk * el.dev_qk + u * el.dev_x + c_gap * el.dev_gap + c_0 * el.dev);
   const double ST = K * (c_qk * row.p_qk + u * row.p_x + c_gap * row.p_gap + c_0);
   if (!(ST < 1)) {
     b.fp32 = b.total = b.softmax = b.final_rounding = inf;
@@ -151,9 +151,11 @@ Bound kernel_error_bound(const KernelConfig& c, const RowMagnitudes& row,
   }
   const double A = el.a;
   const double Y = el.abs_exact >= 0 ? std::min(el.abs_exact, A) : A;
-  // Lemma 4.7: |sum q_i v_i - y| <= (SA + ST |y|) / (1 - ST); sum q_i |v_i| <= Aq.
-  const double softmax = (SA + ST * Y) / (1 - ST);
-  const double Aq = (A + SA) / (1 - ST);
+  // Lemma 4.7: sum q_i v_i - y = sum_i p_i tau_i (v_i - y) / R, R >= 1 - ST, so
+  // |sum q_i v_i - y| <= SA / (1 - ST); and sum q_i |v_i| <= A (1 + T_max) / (1 - ST).
+  const double softmax = SA / (1 - ST);
+  const double T_max = K * (phi_max + mu_max);
+  const double Aq = A * (1 + T_max) / (1 - ST);
   const double Yq = Y + softmax;
 
   // Section 5: the sums. Heights of the fixed trees (5.1), (5.2).

@@ -41,22 +41,35 @@ void exact_magnitudes(std::int64_t n, int head_size, const double* logits, const
   for (std::int64_t i = 0; i < n; ++i) s += p[i] = std::exp(logits[i] - x_max);
   std::vector<double> y(static_cast<std::size_t>(head_size), 0.0);
   std::vector<double> v(static_cast<std::size_t>(head_size));
+  // Pass 1: the row maxima, A and y.
   for (std::int64_t i = 0; i < n; ++i) {
-    const double pi = p[i] / s, gap = x_max - logits[i], ax = std::fabs(logits[i]);
+    const double pi = p[i] / s, ax = std::fabs(logits[i]);
     row->max_abs_logit = std::max(row->max_abs_logit, ax);
     row->max_qk = std::max(row->max_qk, qk_abs[i]);
-    row->p_gap += pi * gap;
+    row->p_gap += pi * (x_max - logits[i]);
     row->p_qk += pi * qk_abs[i];
     row->p_x += pi * ax;
     value_row(i, v.data());
     for (int d = 0; d < head_size; ++d) {
-      const double av = std::fabs(v[d]), w = pi * av;
-      row->max_abs_v = std::max(row->max_abs_v, av);
+      row->max_abs_v = std::max(row->max_abs_v, std::fabs(v[d]));
       y[d] += pi * v[d];
-      el[d].a += w;
-      el[d].a_gap += w * gap;
-      el[d].a_qk += w * qk_abs[i];
-      el[d].a_x += w * ax;
+      el[d].a += pi * std::fabs(v[d]);
+    }
+  }
+  // Pass 2: the deviations |v_i - y|, and the same sums weighted by |v_i| (for margins).
+  std::vector<double> a_gap(head_size, 0.0), a_qk(head_size, 0.0), a_x(head_size, 0.0);
+  for (std::int64_t i = 0; i < n; ++i) {
+    const double pi = p[i] / s, gap = x_max - logits[i], ax = std::fabs(logits[i]);
+    value_row(i, v.data());
+    for (int d = 0; d < head_size; ++d) {
+      const double w = pi * std::fabs(v[d] - y[d]), wa = pi * std::fabs(v[d]);
+      el[d].dev += w;
+      el[d].dev_gap += w * gap;
+      el[d].dev_qk += w * qk_abs[i];
+      el[d].dev_x += w * ax;
+      a_gap[d] += wa * gap;
+      a_qk[d] += wa * qk_abs[i];
+      a_x[d] += wa * ax;
     }
   }
   // Gaps x_max - x_i of doubles within 1e-12 relative: off by at most 2e-12 max|x|.
@@ -68,11 +81,14 @@ void exact_magnitudes(std::int64_t n, int head_size, const double* logits, const
   row->max_abs_v *= kUp;
   row->p_qk *= kUp;
   row->p_x *= kUp;
+  // |v_i - y| with y in double is off by at most 1e-12 (|v_i| + |y|) <= 2e-12 |v_i| + ...:
+  // each deviation sum gets 1e-9 of the matching |v_i|-weighted sum as an absolute margin.
   for (int d = 0; d < head_size; ++d) {
     el[d].a *= kUp;
-    el[d].a_gap = el[d].a_gap * kUp + gap_margin * el[d].a;
-    el[d].a_qk *= kUp;
-    el[d].a_x *= kUp;
+    el[d].dev = el[d].dev * kUp + 1e-9 * el[d].a;
+    el[d].dev_gap = el[d].dev_gap * kUp + 1e-9 * a_gap[d] + gap_margin * el[d].a;
+    el[d].dev_qk = el[d].dev_qk * kUp + 1e-9 * a_qk[d];
+    el[d].dev_x = el[d].dev_x * kUp + 1e-9 * a_x[d];
     el[d].abs_exact = std::fabs(y[d]) + 1e-9 * el[d].a;
   }
 }

@@ -48,16 +48,17 @@ TEST(Bound, RejectsInconsistentConfigNamingTheField) {
 // Section 10 of proofs/error_bound.md, by hand: f32 V1, head 128, block 16, warp 32, 128
 // threads, n = 1000, all logits equal (spread 0, Q = 0), exp correctly rounded (a = 1/2):
 // h_s = ceil(1000/128) + log2 32 + 3 = 16, h_o = 8 ceil(63/4) + log2 2 + 3 = 132, one
-// division, and the weights' 2 alpha = 2u: (2 + 132 + 16 + 1) u A to first order. A
-// wrong tree height or a missing term moves it by >= u A, far beyond the 1e-4 checked.
+// division, and the weights' perturbation (lemma 4.7: alpha = u times sum p_i |v_i - y|,
+// here 0.5 = A): (1 + 132 + 16 + 1) u A to first order. A wrong tree height or a missing
+// term moves it by >= u A, far beyond the 1e-4 checked.
 TEST(Bound, FirstOrderValueByHand) {
   pb::RowMagnitudes row;
   row.n = 1000;
   row.max_abs_v = 1;
   pb::ElementMagnitudes el;
-  el.a = el.abs_exact = 0.5;
+  el.a = el.abs_exact = el.dev = 0.5;
   const pb::Bound b = pb::kernel_error_bound(f32_v1(), row, el);
-  EXPECT_NEAR(b.fp32 / (u * 0.5), 151.0, 1e-4 * 151);
+  EXPECT_NEAR(b.fp32 / (u * 0.5), 150.0, 1e-4 * 150);
   EXPECT_EQ(b.final_rounding, 0);
   // f16 output: + u_16 (|y| + fp32) + 2^-25 for the final rounding (section 8).
   pb::KernelConfig c = f32_v1();
@@ -95,7 +96,10 @@ TEST(Bound, ExactMagnitudesByHand) {
   EXPECT_NEAR(row.p_qk, 0.25 * 2 + 0.75 * 5, 1e-8);
   EXPECT_NEAR(el.a, 1, 1e-8);
   EXPECT_NEAR(el.abs_exact, 0.5, 1e-8);
-  EXPECT_NEAR(el.a_qk, 0.25 * 2 + 0.75 * 5, 1e-8);
+  // y = -1/2: |v - y| = 3/2 and 1/2.
+  EXPECT_NEAR(el.dev, 0.25 * 1.5 + 0.75 * 0.5, 1e-8);
+  EXPECT_NEAR(el.dev_qk, 0.25 * 1.5 * 2 + 0.75 * 0.5 * 5, 1e-8);
+  EXPECT_NEAR(el.dev_gap, 0.25 * 1.5 * std::log(3.0), 1e-8);
   EXPECT_GE(el.a, 1.0);  // inflated: an upper bound
   EXPECT_EQ(row.max_abs_v >= 1.0, true);
 }

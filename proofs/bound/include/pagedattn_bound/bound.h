@@ -94,13 +94,15 @@ struct RowMagnitudes {
   double p_x = 0;            // sum_i p_i |x_i|
 };
 
-// Exact quantities of one output element d of that row.
+// Exact quantities of one output element d of that row (y = sum_i p_i v_id). The weight
+// perturbations enter as sum_i p_i tau_i (v_id - y) (lemma 4.7), hence the |v_id - y|.
 struct ElementMagnitudes {
   double abs_exact = -1;  // |y|; < 0: unknown (A is used, |y| <= A)
   double a = 0;           // A = sum_i p_i |v_id|
-  double a_gap = 0;       // sum_i p_i |v_id| (x_max - x_i)
-  double a_qk = 0;        // sum_i p_i |v_id| Q_i
-  double a_x = 0;         // sum_i p_i |v_id| |x_i|
+  double dev = 0;         // sum_i p_i |v_id - y|
+  double dev_gap = 0;     // sum_i p_i |v_id - y| (x_max - x_i)
+  double dev_qk = 0;      // sum_i p_i |v_id - y| Q_i
+  double dev_x = 0;       // sum_i p_i |v_id - y| |x_i|
 };
 
 struct Bound {
@@ -132,7 +134,8 @@ void exact_magnitudes(std::int64_t n, int head_size, const double* logits, const
                       const double* values, double sum_abs_q, RowMagnitudes* row,
                       ElementMagnitudes* el);
 // The same, streaming the values: value_row(i, out) writes token i's head_size values into
-// out (called once per token, in order), so no n x head_size array is needed.
+// out (called twice per token, in order: y first, then |v - y|), so no n x head_size
+// array is needed.
 void exact_magnitudes(std::int64_t n, int head_size, const double* logits, const double* qk_abs,
                       const std::function<void(std::int64_t, double*)>& value_row, double sum_abs_q,
                       RowMagnitudes* row, ElementMagnitudes* el);

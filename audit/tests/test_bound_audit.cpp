@@ -1,0 +1,126 @@
+// Theorem kernel_error_bound (proofs/error_bound.md) against the kernels as built, through
+// the audit: every adversarial row within its own bound, the bound not vacuous, and vLLM's
+// numerics (a known-wrong variant for our bound) outside ours.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <string>
+#include <tuple>
+
+#include "pagedattn_audit/config.h"
+#include "pagedattn_audit/runner.h"
+
+namespace pagedattn::audit {
+namespace {
+
+std::string describe(const CaseResult& r) {
+  return r.kernel + " " + r.profile + " " + r.dtype + "/" + r.kv_cache_dtype + " " +
+         r.distribution + " " + r.numerics + " P=" + std::to_string(r.partition_size) +
+         " exp=" + r.exp_mode + ":" + std::to_string(r.exp_max_ulp);
+}
+
+// The rows of a grid must all be launched, finite and within their bound.
+void expect_within_bounds(const std::vector<CaseResult>& cases) {
+  for (const CaseResult& r : cases) {
+    ASSERT_TRUE(r.launched) << describe(r) << ": " << r.reason;
+    ASSERT_TRUE(r.bound && r.err_over_bound) << describe(r);
+    EXPECT_EQ(r.metrics->nonfinite, 0) << describe(r);
+    EXPECT_LE(*r.err_over_bound, 1.0) << describe(r) << " bound " << *r.bound;
+  }
+}
+
+Config base() {
+  Config c;
+  c.num_heads = {4};
+  c.num_kv_heads = {2};
+  c.head_sizes = {64};
+  c.seq_lens = {300};
+  c.partition_sizes = {64};  // 5 partitions (64: the smallest allowed): the reduce folds
+  c.distributions = distribution_names();
+  c.seeds = {5};
+  return c;
+}
+
+// Every distribution (large logits, near ties, dominant tokens, fp16-max values, NaN tails),
+// ALiBi on, both warp widths, each of vLLM's choices against its own bound, and an exp
+// wrong by 4 ulps always upward (the systematic bias the bound's exp term must cover).
+TEST(BoundAudit, AdversarialRowsWithinTheirBounds) {
+  Config c = base();
+  c.profiles = {"bi-v100", "h200"};
+  c.dtypes = {"f32", "bf16"};
+  c.alibi = {"on"};
+  c.numerics = "ablation";
+  c.exp_ulps = {4};
+  c.exp_mode = "up";
+  expect_within_bounds(run_grid(c));
+}
+
+// fp8 caches: k_scale folded into the logit scale (ours) or every element rounded (vLLM).
+TEST(BoundAudit, Fp8CacheRowsWithinTheirBounds) {
+  Config c = base();
+  c.profiles = {"bi-v100"};
+  c.dtypes = {"f16"};
+  c.kv_cache_dtypes = {"fp8_e4m3"};
+  c.numerics = "both";
+  c.exp_ulps = {0, 4};
+  c.exp_mode = "down";
+  expect_within_bounds(run_grid(c));
+}
+
+// Not vacuous: on the distributions where rounding shows, the worst row reaches a sizeable
+// fraction of its bound. Measured (seed 5, this grid): f32 about 0.05 on large_logits (the
+// logit error of |x| ~ 600 dominates; the bound's gamma_h of the dot product is its
+// worst case), bf16 about 0.9 on normal (the final rounding, which the bound states exactly,
+// dominates). A bound 100x looser than observation fails the first, a bf16 bound that lost
+// its final-rounding sharpness the second.
+TEST(BoundAudit, WorstRowsReachTheirBound) {
+  Config c = base();
+  c.profiles = {"h200"};
+  c.dtypes = {"f32", "bf16"};
+  c.distributions = {"normal", "large_logits"};
+  c.numerics = "ours";
+  c.seq_lens = {1000};
+  c.partition_sizes = {512};
+  std::map<std::string, double> worst;
+  for (const CaseResult& r : run_grid(c)) {
+    ASSERT_TRUE(r.err_over_bound) << describe(r);
+    EXPECT_LE(*r.err_over_bound, 1.0) << describe(r);
+    worst[r.dtype] = std::max(worst[r.dtype], *r.err_over_bound);
+  }
+  std::printf("worst err_over_bound: f32 %.3g, bf16 %.3g\n", worst["f32"], worst["bf16"]);
+  EXPECT_GE(worst["f32"], 0.01);
+  EXPECT_GE(worst["bf16"], 0.5);
+}
+
+// A known-wrong variant for our bound: vLLM's numerics (probabilities rounded to bf16
+// before P.V, partials rounded to bf16, the epsilon) give errors our bound rules out on
+// normal logits, though each row stays within vLLM's own bound. The comparison is the
+// row's largest error against our largest element bound, so > 1 is a certain violation.
+TEST(BoundAudit, VllmNumericsExceedOurBound) {
+  Config c = base();
+  c.profiles = {"bi-v100"};
+  c.dtypes = {"bf16"};
+  c.distributions = {"normal"};
+  c.numerics = "both";
+  c.seq_lens = {1000};
+  c.partition_sizes = {512};
+  c.num_heads = {32};
+  c.num_kv_heads = {8};
+  c.seeds = {0};  // the audit's default inputs (deterministic): 1.41x; seed 5 only 1.00x
+  const std::vector<CaseResult> cases = run_grid(c);
+  expect_within_bounds(cases);  // each against its own bound
+  std::map<std::string, double> ours_bound;
+  for (const CaseResult& r : cases)
+    if (r.numerics == "ours") ours_bound[r.kernel] = *r.bound;
+  double worst = 0;
+  for (const CaseResult& r : cases)
+    if (r.numerics == "vllm")
+      worst = std::max(worst, r.metrics->max_abs_err / ours_bound[r.kernel]);
+  std::printf("vLLM numerics: worst error / our bound %.3g\n", worst);
+  EXPECT_GT(worst, 1.0);
+}
+
+}  // namespace
+}  // namespace pagedattn::audit
