@@ -397,8 +397,10 @@ std::vector<double> element_bounds(const Problem& p, Kernel k, const ref::Output
       row.max_abs_logit += e;
       for (int d = 0; d < D; ++d) {
         bound::ElementMagnitudes m = el[d];
-        m.a_gap += 2 * e * m.a;
-        m.a_x += e * m.a;
+        // dev_gap and dev_x weigh the gaps by p_i |v_i - y|, summing to dev.
+        const double w = std::max(m.dev, m.a);
+        m.dev_gap += 2 * e * w;
+        m.dev_x += e * w;
         const std::size_t i = (static_cast<std::size_t>(s) * H + h) * D + d;
         if (std::isfinite(ex.value[i])) m.abs_exact = std::fabs(ex.value[i]) + ex.value_err[i];
         out[i] = bound::kernel_error_bound(c, row, m).total;
