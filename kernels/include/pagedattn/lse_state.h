@@ -130,7 +130,18 @@ struct PartitionState {
     T w1, w2;
     ms.merge_weights(other.ms, &w1, &w2, exp_fn);
     const T s = w1 + w2;
-    for (int i = 0; i < N; ++i) o[i] = (w1 * o[i] + w2 * other.o[i]) / s;
+    // Normalized weights first: each term is at most max|o|, so outputs near the format's
+    // maximum do not overflow (w1 o1 + w2 o2 can: property_tests/README.md). The exact
+    // result is a convex combination, inside [min(o1, o2), max(o1, o2)]: clamping to that
+    // interval only moves a rounded result closer, and keeps a1 + a2 = 1 + u from
+    // overflowing at the format's maximum. Comparisons, not fmin/fmax, so NaN stays NaN.
+    const T a1 = w1 / s, a2 = w2 / s;
+    for (int i = 0; i < N; ++i) {
+      const T lo = o[i] < other.o[i] ? o[i] : other.o[i];
+      const T hi = o[i] < other.o[i] ? other.o[i] : o[i];
+      const T x = a1 * o[i] + a2 * other.o[i];
+      o[i] = x < lo ? lo : (x > hi ? hi : x);
+    }
     ms = {ms.max_m(other.ms), s};
   }
 };

@@ -1,0 +1,213 @@
+// The property campaign: every registered property (or --properties a,b) for --cases
+// cases, shard K of N (--shard K/N draws seeds disjoint from every other shard's), one
+// JSON summary per shard; --merge folds shard summaries into one (out/properties/
+// campaign.json, the schema the report reads). README.md shows Slurm and GNU parallel.
+//
+// Per property a shard records cases, discards, failures, cases/s, and the worst
+// err_over_bound any case reached (properties call observe()), with that case and a
+// RapidCheck reproduce string: the campaign replays the same seed without shrinking
+// until the first case at least that bad, and RapidCheck reports it as a failure of
+// "err_over_bound < worst", which gives the case and its reproduce string.
+#include <CLI/CLI.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <algorithm>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include "harness.h"
+#include "registry.h"
+
+using nlohmann::json;
+using namespace pagedattn::prop;
+
+namespace {
+
+// FNV-1a of a property's name: its seed does not depend on which others run.
+std::uint64_t name_hash(const std::string& s) {
+  std::uint64_t h = 0xcbf29ce484222325ULL;
+  for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ULL;
+  return h;
+}
+
+// splitmix64: well-spread seeds from (seed, shard, property name).
+std::uint64_t mix(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+json run_one(const PropertyDef& def, std::uint64_t seed, int cases) {
+  double worst = -1;
+  PropertyDef tracked{def.name,
+                      [&def, &worst] {
+                        observation() = {};
+                        def.body();
+                        worst = std::max(worst, observation().worst);
+                      },
+                      cases};
+  const RunResult r = run_property(tracked, seed, cases);
+  json row = {{"name", def.name},
+              {"seed", seed},
+              {"cases", r.cases},
+              {"discards", r.discards},
+              {"failures", r.passed ? 0 : 1},
+              {"seconds", r.seconds},
+              {"cases_per_s", r.seconds > 0 ? r.cases / r.seconds : 0.0},
+              {"worst_err_over_bound", nullptr},
+              {"worst_case", nullptr},
+              {"reproduce", nullptr}};
+  if (!r.passed) {
+    row["worst_case"] = r.message;
+    row["reproduce"] = r.reproduce;
+    return row;
+  }
+  if (worst < 0) return row;  // an exact (bitwise) property: no error to rank
+  row["worst_err_over_bound"] = worst;
+  PropertyDef find{def.name,
+                   [&def, worst] {
+                     observation() = {};
+                     def.body();
+                     if (observation().worst >= worst) {
+                       RC_FAIL("worst case: err_over_bound " + std::to_string(observation().worst) +
+                               " (" + observation().what + ")");
+                     }
+                   },
+                   cases};
+  const RunResult w = run_property(find, seed, cases, /*shrink=*/false);
+  if (!w.passed) {
+    row["worst_case"] = w.message;
+    row["reproduce"] = w.reproduce;
+  }
+  return row;
+}
+
+json merge(const std::vector<std::string>& files) {
+  json out = {{"shards", 0}, {"properties", json::array()}};
+  std::vector<std::string> order;
+  std::map<std::string, std::vector<json>> rows;
+  for (const auto& f : files) {
+    std::ifstream in(f);
+    if (!in) throw std::runtime_error("--merge: cannot read " + f);
+    const json shard = json::parse(in);
+    out["seed"] = shard.at("seed");
+    for (const json& p : shard.at("properties")) {
+      const std::string name = p.at("name");
+      if (!rows.count(name)) order.push_back(name);
+      rows[name].push_back(p);
+    }
+  }
+  // Shard files may each hold some properties (run_campaign.sh writes one per property
+  // and shard): the shard count is the most rows any property has.
+  std::size_t most = 0;
+  for (const auto& [name, r] : rows) most = std::max(most, r.size());
+  out["shards"] = most;
+  for (const auto& name : order) {
+    json m = {{"name", name},          {"cases", 0},          {"discards", 0},
+              {"failures", 0},         {"seconds", 0.0},      {"worst_err_over_bound", nullptr},
+              {"worst_case", nullptr}, {"reproduce", nullptr}};
+    const json* pick = nullptr;  // a failure first, else the largest worst_err_over_bound
+    for (const json& p : rows[name]) {
+      m["cases"] = m["cases"].get<long>() + p.at("cases").get<long>();
+      m["discards"] = m["discards"].get<long>() + p.at("discards").get<long>();
+      m["failures"] = m["failures"].get<long>() + p.at("failures").get<long>();
+      m["seconds"] = m["seconds"].get<double>() + p.at("seconds").get<double>();
+      const bool failed = p.at("failures").get<long>() > 0;
+      const bool pick_failed = pick && (*pick)["failures"].get<long>() > 0;
+      if (failed && !pick_failed) {
+        pick = &p;
+      } else if (!pick_failed && !p.at("worst_err_over_bound").is_null() &&
+                 (!pick || (*pick)["worst_err_over_bound"].is_null() ||
+                  p["worst_err_over_bound"].get<double>() >
+                      (*pick)["worst_err_over_bound"].get<double>())) {
+        pick = &p;
+      }
+    }
+    if (pick) {
+      for (const char* k : {"worst_err_over_bound", "worst_case", "reproduce"}) m[k] = (*pick)[k];
+    }
+    // Throughput of one core: total cases over the shards' summed time.
+    const double sec = m["seconds"].get<double>();
+    m["cases_per_s"] = sec > 0 ? m["cases"].get<double>() / sec : 0.0;
+    out["properties"].push_back(m);
+  }
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"pagedattn property campaign (property_tests/README.md)"};
+  int cases = 1000;
+  std::uint64_t seed = 1;
+  std::string shard = "1/1", out_file, only;
+  std::vector<std::string> merge_files;
+  bool list = false;
+  app.add_option("--cases", cases, "cases per property, over all shards")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--seed", seed, "campaign seed");
+  app.add_option("--shard", shard, "K/N: this shard (1 <= K <= N)");
+  app.add_option("--out", out_file, "JSON summary to write (default: stdout)");
+  app.add_option("--properties", only, "comma-separated property names (default: all)");
+  app.add_option("--merge", merge_files,
+                 "merge these shard summaries into --out instead of running");
+  app.add_flag("--list", list, "print the property names");
+  CLI11_PARSE(app, argc, argv);
+
+  auto emit = [&](const json& j) {
+    if (out_file.empty()) {
+      std::cout << j.dump(2) << std::endl;
+    } else {
+      std::ofstream(out_file) << j.dump(2) << "\n";
+    }
+  };
+  if (list) {
+    for (const auto& d : registry()) std::cout << d.name << "\n";
+    return 0;
+  }
+  if (!merge_files.empty()) {
+    try {
+      emit(merge(merge_files));
+    } catch (const std::exception& e) {
+      std::cerr << "pagedattn_prop_campaign: " << e.what() << std::endl;
+      return 2;
+    }
+    return 0;
+  }
+  int k = 0, n = 0;
+  if (std::sscanf(shard.c_str(), "%d/%d", &k, &n) != 2 || n < 1 || k < 1 || k > n) {
+    std::cerr << "pagedattn_prop_campaign: --shard must be K/N with 1 <= K <= N, got \"" << shard
+              << "\"" << std::endl;
+    return 2;
+  }
+  std::vector<const PropertyDef*> defs;
+  for (const auto& d : registry()) {
+    if (only.empty() || ("," + only + ",").find("," + d.name + ",") != std::string::npos)
+      defs.push_back(&d);
+  }
+  if (defs.empty()) {
+    std::cerr << "pagedattn_prop_campaign: --properties names none of the properties (see --list)"
+              << std::endl;
+    return 2;
+  }
+  // Shard K takes cases/N (the first cases % N shards one more) under seeds no other
+  // shard uses: mix(seed, K, property name) with K in the hash input.
+  const int mine = cases / n + (k <= cases % n ? 1 : 0);
+  json summary = {{"seed", seed}, {"shard", shard}, {"properties", json::array()}};
+  bool failed = false;
+  for (std::size_t i = 0; i < defs.size(); ++i) {
+    const std::uint64_t s =
+        mix(mix(mix(seed) ^ static_cast<std::uint64_t>(k)) ^ name_hash(defs[i]->name));
+    json row = run_one(*defs[i], s, mine);
+    failed = failed || row["failures"].get<int>() > 0;
+    std::cerr << defs[i]->name << ": " << row["cases"] << " cases, " << row["failures"]
+              << " failures, " << row["cases_per_s"] << " cases/s" << std::endl;
+    summary["properties"].push_back(row);
+  }
+  emit(summary);
+  return failed ? 1 : 0;
+}

@@ -1,0 +1,38 @@
+# Runs two shards of a small campaign and merges them; fails unless the merged summary
+# has both shards, every property, and cases adding up (ctest properties.campaign_*).
+file(MAKE_DIRECTORY ${WORK})
+set(PROPS prop_merge_comm,prop_one_token_exact,prop_v2_eq_v1)
+foreach(k 1 2)
+  execute_process(COMMAND ${CAMPAIGN} --cases 9 --seed 7 --shard ${k}/2 --properties ${PROPS}
+                          --out ${WORK}/shard${k}.json
+                  RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "shard ${k}/2 exited ${rc}")
+  endif()
+endforeach()
+execute_process(COMMAND ${CAMPAIGN} --merge ${WORK}/shard1.json ${WORK}/shard2.json
+                        --out ${WORK}/campaign.json RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "merge exited ${rc}")
+endif()
+file(READ ${WORK}/campaign.json merged)
+string(JSON shards GET ${merged} shards)
+string(JSON n LENGTH ${merged} properties)
+if(NOT shards EQUAL 2 OR NOT n EQUAL 3)
+  message(FATAL_ERROR "merged: ${shards} shards, ${n} properties; want 2 and 3")
+endif()
+foreach(i RANGE 2)
+  string(JSON cases GET ${merged} properties ${i} cases)
+  string(JSON name GET ${merged} properties ${i} name)
+  if(NOT cases EQUAL 9)  # 5 + 4: the shards split the cases
+    message(FATAL_ERROR "${name}: ${cases} cases merged, want 9")
+  endif()
+endforeach()
+file(READ ${WORK}/shard1.json s1)
+file(READ ${WORK}/shard2.json s2)
+string(JSON seed1 GET ${s1} properties 0 seed)
+string(JSON seed2 GET ${s2} properties 0 seed)
+if(seed1 STREQUAL seed2)
+  message(FATAL_ERROR "shards 1 and 2 drew the same seed ${seed1}")
+endif()
+message(STATUS "two shards merged: ${WORK}/campaign.json")

@@ -1,0 +1,213 @@
+#!/usr/bin/python3
+"""Source mutation testing of the kernels against the property suite (issue 7, item 3b).
+
+Mutates kernels/src/*.cuh and kernels/include/pagedattn/lse_state.h one mutant at a time,
+with operators modelled on Mull's catalogue: arithmetic and comparison swaps, constant
+changes (off-by-one bounds included), removed statements (barriers included) and swapped
+min/max. Each mutant is written into a copy of the sources (BUILD/property_tests/mutant),
+only the f32/warp-32 emulator instantiation and the property suite are rebuilt (CMake
+target pagedattn_mutant_props), and the suite runs with PAGEDATTN_PROP_ONLY_F32_H200=1 so
+every case goes through the mutated instantiation. A mutant is killed when any property
+fails (or the run crashes or times out), survived when all pass, stillborn when it does
+not compile. Survivors named in mutation_equivalent.json are equivalent, with the reason
+printed. Writes out/properties/mutation.json (schema in the top-level design notes).
+
+  /usr/bin/python3 property_tests/mutate.py --build build            # every mutant
+  /usr/bin/python3 property_tests/mutate.py --build build --sample 4 # CI's fixed sample
+  /usr/bin/python3 property_tests/mutate.py --list                   # ids only
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# runner.cuh is compiled into launch_emu.cpp (the library), not into the rebuilt
+# instantiation: its mutants would never be built, so they are left out, not counted.
+NOT_IN_INSTANTIATION = {"kernels/src/runner.cuh"}
+TARGETS = sorted(
+    os.path.join("kernels/src", f) for f in os.listdir(os.path.join(ROOT, "kernels/src"))
+    if f.endswith(".cuh") and os.path.join("kernels/src", f) not in NOT_IN_INSTANTIATION) + [
+        "kernels/include/pagedattn/lse_state.h"]
+EQUIVALENT = os.path.join(ROOT, "property_tests", "mutation_equivalent.json")
+
+# (name, regex, replacement); regexes see code with comments blanked out.
+BINARY = [
+    ("ror", r"(?<=\s)<(?=\s)", "<="), ("ror", r"(?<=\s)<=(?=\s)", "<"),
+    ("ror", r"(?<=\s)>(?=\s)", ">="), ("ror", r"(?<=\s)>=(?=\s)", ">"),
+    ("ror", r"(?<=\s)==(?=\s)", "!="), ("ror", r"(?<=\s)!=(?=\s)", "=="),
+    ("aor", r"(?<=\s)\+(?=\s)", "-"), ("aor", r"(?<=\s)-(?=\s)", "+"),
+    ("aor", r"(?<=\s)\*(?=\s)", "/"), ("aor", r"(?<=\s)/(?=\s)", "*"),
+    ("aor", r"(?<=\s)\+=(?=\s)", "-="),
+    ("minmax", r"\bfmaxf\b", "fminf"), ("minmax", r"\bfminf\b", "fmaxf"),
+    ("minmax", r"\bgroup_max\b", "group_sum"),
+]
+SKIP_LINE = re.compile(r"^\s*(#|static_assert|template\s*<|using\s|namespace\s|}|struct\s)")
+
+
+def strip_comments(line):
+    i = line.find("//")
+    return line if i < 0 else line[:i] + " " * (len(line) - i)
+
+
+def mutants_of(path):
+    out = []
+    lines = open(os.path.join(ROOT, path)).read().split("\n")
+    for n, raw in enumerate(lines):
+        code = strip_comments(raw)
+        if not code.strip() or SKIP_LINE.match(code) or "#pragma" in code:
+            continue
+        for op, rx, rep in BINARY:
+            for m in re.finditer(rx, code):
+                out.append((op, n, m.start(), m.end(), rep))
+        # constants: integer literals + 1 (off-by-one bounds), 0 <-> 1 for float literals
+        for m in re.finditer(r"(?<![\w.])(\d+)(?![\w.])", code):
+            out.append(("const", n, m.start(), m.end(), str(int(m.group(1)) + 1)))
+        for m in re.finditer(r"(?<![\w.])(0\.f|1\.f|0\.0f|1e-6f)(?![\w])", code):
+            rep = {"0.f": "1.f", "1.f": "0.f", "0.0f": "1.0f", "1e-6f": "0.f"}[m.group(1)]
+            out.append(("const", n, m.start(), m.end(), rep))
+        # removed statements: barriers, and single-line assignments / calls
+        s = code.strip()
+        if re.match(r"^(__syncthreads|__syncwarp)\s*\(.*\);$", s) or \
+           re.match(r"^[A-Za-z_][\w\[\]\.\->]*(\[[^\]]*\])?\s*(=|\+=|-=|\*=)\s[^;]*;$", s):
+            out.append(("remove", n, 0, len(raw), ""))
+    res = []
+    for op, n, a, b, rep in out:
+        line = lines[n]
+        new = line[:a] + rep + line[b:] if op != "remove" else "  // (statement removed)"
+        mid = "%s:%d:%d:%s" % (path, n + 1, a + 1, op)
+        res.append({"id": mid, "file": path, "line": n + 1, "op": op,
+                    "original": line.strip(), "mutated": new.strip(), "_new": new})
+    return res
+
+
+def all_mutants():
+    ms = []
+    for t in TARGETS:
+        ms.extend(mutants_of(t))
+    return ms
+
+
+def sh(cmd, timeout, env=None):
+    try:
+        p = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           timeout=timeout, env=env)
+        return p.returncode, p.stdout.decode(errors="replace")
+    except subprocess.TimeoutExpired as e:
+        return 124, (e.stdout or b"").decode(errors="replace")
+
+
+def prepare(build, mdir):
+    for sub, src in (("src", "kernels/src"), ("include", "kernels/include")):
+        dst = os.path.join(mdir, sub)
+        if os.path.isdir(dst):
+            shutil.rmtree(dst)
+        shutil.copytree(os.path.join(ROOT, src), dst)
+    rc, log = sh(["cmake", "-S", ".", "-B", build, "-DPAGEDATTN_MUTANT_DIR=" + mdir], 600)
+    if rc != 0:
+        sys.exit("mutate.py: cmake failed:\n" + log[-3000:])
+
+
+def mutant_path(mdir, rel):
+    if rel.startswith("kernels/src/"):
+        return os.path.join(mdir, "src", rel[len("kernels/src/"):])
+    return os.path.join(mdir, "include", rel[len("kernels/include/"):])
+
+
+def build_and_run(build, cases, seed, checks):
+    rc, log = sh(["cmake", "--build", build, "-j2", "--target", "pagedattn_mutant_props"], 900)
+    if rc != 0:
+        return "stillborn", log[-1500:]
+    # Under every emulator check: a mutant that reads out of bounds, races or misuses a
+    # barrier without changing a value is still a defect the suite should report.
+    env = dict(os.environ, PAGEDATTN_PROP_ONLY_F32_H200="1", PAGEDATTN_PROP_SEED=str(seed),
+               RC_PARAMS="max_success=%d" % cases, EMU_CHECKS=checks)
+    binary = os.path.join(build, "property_tests", "pagedattn_mutant_props")
+    rc, log = sh([binary, "--gtest_fail_fast", "--gtest_brief=1",
+                  "--gtest_filter=Properties.*"], 300, env)
+    if rc == 0:
+        return "survived", ""
+    fail = re.findall(r"\[  FAILED  \] (Properties\.\w+)", log)
+    return "killed", (fail[0] if fail else "crash/timeout rc %d" % rc)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--build", default="build", help="configured build folder (default build)")
+    ap.add_argument("--sample", type=int, default=0, help="every (total/N)-th mutant only (N of them)")
+    ap.add_argument("--ids", nargs="*", help="only these mutant ids")
+    ap.add_argument("--cases", type=int, default=25, help="cases per property per mutant")
+    ap.add_argument("--seed", type=int, default=20261130)
+    ap.add_argument("--checks", default="memcheck,synccheck",
+                    help="EMU_CHECKS for the runs (default memcheck,synccheck: nearly free;\n"
+                         "racecheck costs 20x)")
+    ap.add_argument("--out", default="out/properties/mutation.json")
+    ap.add_argument("--known-wrong", default="", help="known_wrong.json of test_known_wrong")
+    ap.add_argument("--list", action="store_true")
+    a = ap.parse_args()
+
+    ms = all_mutants()
+    if a.list:
+        for m in ms:
+            print(m["id"], "|", m["original"], "=>", m["mutated"])
+        print(len(ms), "mutants", file=sys.stderr)
+        return 0
+    if a.ids:
+        ms = [m for m in ms if m["id"] in set(a.ids)]
+    elif a.sample:
+        step = max(1, len(ms) // a.sample)
+        ms = ms[step // 2::step][:a.sample]
+    equivalent = json.load(open(EQUIVALENT)) if os.path.exists(EQUIVALENT) else {}
+    build = os.path.abspath(os.path.join(ROOT, a.build))
+    mdir = os.path.join(build, "property_tests", "mutant")
+    prepare(build, mdir)
+    status, why = build_and_run(build, a.cases, a.seed, a.checks)
+    if status != "survived":
+        sys.exit("mutate.py: the unmutated build does not pass (%s): %s" % (status, why))
+    counts = {"killed": 0, "survived": 0, "equivalent": 0, "stillborn": 0}
+    results = []
+    for i, m in enumerate(ms):
+        path = mutant_path(mdir, m["file"])
+        original = open(os.path.join(ROOT, m["file"])).read().split("\n")
+        mutated = list(original)
+        mutated[m["line"] - 1] = m["_new"]
+        open(path, "w").write("\n".join(mutated))
+        t0 = time.time()
+        st, why = build_and_run(build, a.cases, a.seed, a.checks)
+        open(path, "w").write("\n".join(original))
+        if st == "survived" and m["id"] in equivalent:
+            st, why = "equivalent", equivalent[m["id"]]
+        counts[st] += 1
+        r = {k: v for k, v in m.items() if not k.startswith("_")}
+        r.update(status=st, detail=why, seconds=round(time.time() - t0, 1))
+        results.append(r)
+        print("[%d/%d] %-10s %s  %s => %s  %s" % (i + 1, len(ms), st, m["id"], m["original"],
+                                                  m["mutated"], why if st != "stillborn" else ""),
+              flush=True)
+    live = counts["killed"] + counts["survived"]
+    score = counts["killed"] / live if live else None
+    known = []
+    if a.known_wrong and os.path.exists(a.known_wrong):
+        known = [{"name": k["name"], "killed": k["killed"]} for k in json.load(open(a.known_wrong))]
+    out = {"known_wrong": known,
+           "source": dict(counts, score=score, total=len(ms), sample=bool(a.sample or a.ids),
+                          cases_per_property=a.cases, seed=a.seed, emu_checks=a.checks,
+                          mutants=results)}
+    os.makedirs(os.path.dirname(os.path.join(ROOT, a.out)), exist_ok=True)
+    json.dump(out, open(os.path.join(ROOT, a.out), "w"), indent=2)
+    print("killed %d, survived %d, equivalent %d, stillborn %d; score %s (killed / non-equivalent)"
+          % (counts["killed"], counts["survived"], counts["equivalent"], counts["stillborn"],
+             "n/a" if score is None else "%.1f%%" % (100 * score)))
+    for r in results:
+        if r["status"] in ("survived", "equivalent"):
+            print("  %s %s: %s => %s%s" % (r["status"], r["id"], r["original"], r["mutated"],
+                                           (" (" + r["detail"] + ")") if r["detail"] else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

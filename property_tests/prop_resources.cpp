@@ -1,0 +1,46 @@
+// V1 is refused (LaunchError, nothing written) exactly when its dynamic shared memory,
+// resources.h's attention_smem_bytes for the block-rounded max_seq_len, exceeds the
+// profile's opt-in limit, and runs otherwise. Lengths are drawn around the edge
+// v1_max_seq_len, +-1 token and +-1 block.
+#include <emu/profile.h>
+
+#include "checks.h"
+#include "generators.h"
+#include "pagedattn/resources.h"
+#include "registry.h"
+
+namespace pagedattn::prop {
+
+PAGEDATTN_PROPERTY(prop_v1_refused_iff_smem_exceeds, 200) {
+  Spec s;
+  s.scalar = *gen_scalar();
+  s.head_size = *gen_head_size();
+  s.block_size = *gen_block_size();
+  s.profile = *gen_profile();
+  const emu::Profile prof = emu::load_profile(s.profile);
+  const std::int64_t edge =
+      v1_max_seq_len(prof.warp_size, s.head_size, s.block_size, prof.shared_memory_per_block_optin);
+  const int delta = *rc::gen::element(0, 1, -1, s.block_size, -s.block_size, s.block_size + 1, -7);
+  const std::int64_t max_len = std::max<std::int64_t>(1, edge + delta);
+  s.seq_lens = {1};
+  Problem p = build(s);  // one token; max_seq_len alone sets the launch size
+  p.max_seq_len = static_cast<int>(max_len);
+  const std::int64_t need =
+      attention_smem_bytes(prof.warp_size, s.head_size, v1_partition_tokens(s.block_size, max_len));
+  const bool exceeds = need > prof.shared_memory_per_block_optin;
+  bool refused = false;
+  test::Outputs o;
+  try {
+    o = run(p, Kernel::v1, s.profile);
+  } catch (const LaunchError&) {
+    refused = true;
+  }
+  RC_TAG(exceeds ? "exceeds" : "fits");
+  RC_ASSERT(refused == exceeds);
+  if (!refused) {
+    const auto [blk, slot] = where(p, 0, 0);
+    RC_ASSERT(o.out[0] == get_v(p, blk, 0, slot, 0));  // one token: its value, exactly
+  }
+}
+
+}  // namespace pagedattn::prop

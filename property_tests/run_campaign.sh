@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# A property campaign on this machine: for each property, N shards in parallel (GNU
+# parallel), then every shard summary merged into out/properties/campaign.json. One
+# property at a time, so an interrupted campaign keeps the properties it finished. Usage:
+#   property_tests/run_campaign.sh [CASES_PER_PROPERTY] [SHARDS] [SEED]
+# BUILD_DIR (default build) must hold pagedattn_prop_campaign. Shard summaries go to
+# out/properties/shards/. Exit status: non-zero if any shard found a failure.
+set -euo pipefail
+cases=${1:-10000}
+shards=${2:-2}
+seed=${3:-1}
+build=${BUILD_DIR:-build}
+bin=$build/property_tests/pagedattn_prop_campaign
+out=out/properties
+mkdir -p "$out/shards"
+rm -f "$out"/shards/*-of-"$shards".json
+status=0
+for prop in $("$bin" --list); do
+  seq 1 "$shards" | parallel --line-buffer -j "$shards" \
+    "$bin" --cases "$cases" --seed "$seed" --shard {}/"$shards" --properties "$prop" \
+    --out "$out/shards/$prop-shard-{}-of-$shards.json" || status=$?
+  "$bin" --merge "$out"/shards/*-of-"$shards".json --out "$out/campaign.json"
+done
+echo "merged into $out/campaign.json"
+exit $status
