@@ -1,0 +1,242 @@
+(** Rounding error of one fp32 merge step of kernels/include/pagedattn/lse_state.h
+    (PartitionState::merge), and of a left fold of merges over P partitions, in Flocq's
+    model of binary32.
+
+    Model (each assumption is a hypothesis of the theorems below, nothing is axiomatized):
+    - binary32 = Flocq's FLT format with 24-bit precision and emin = -149 (subnormals
+      included), every +, -, *, / rounded to nearest, ties to even ([rnd]). Flocq's FLT has
+      no largest exponent, so it equals IEEE binary32 only while no result overflows
+      (|x| < 2^128): that is a stated assumption, not checked here.
+    - max is exact (it returns one operand).
+    - exp is the caller's exp_fn (expf or __expf): on the float argument d it returns some
+      E with |E - exp d| <= e_exp * exp d ([exp_model]); e_exp is a parameter.
+    - No underflow in the products and the quotient: each of their exact results is 0 or
+      at least 2^-126 in magnitude ([no_underflow]). Sums and differences of two floats
+      need no such hypothesis: a tiny sum of floats is exact (Flocq's
+      FLT_plus_error_N_ex).
+    - The numerator w1*o1 + w2*o2 is computed as rnd(rnd(w1*o1) + rnd(w2*o2)), which is
+      what the header's expression does when not contracted into an fma (the host build
+      uses -ffp-contract=off; see [numerator_fma] for the contracted form). *)
+From Coq Require Import Reals Lra Lia.
+From Flocq Require Import Core Relative Plus_error.
+Open Scope R_scope.
+
+Definition prec : Z := 24%Z.
+Definition emin : Z := (-149)%Z.
+Lemma prec_pos : (0 < prec)%Z. Proof. reflexivity. Qed.
+Global Instance prec_gt_0_inst : Prec_gt_0 prec := prec_pos.
+
+Notation fmt := (FLT_exp emin prec).
+Definition fmtb (x : R) : Prop := generic_format radix2 fmt x.
+Definition rnd (x : R) : R := round radix2 fmt ZnearestE x.
+
+(** The unit roundoff of binary32, 2^-24. *)
+Definition u : R := u_ro radix2 prec.
+
+Lemma u_value : u = / 16777216.
+Proof. unfold u, u_ro, prec. simpl. unfold Z.pow_pos. simpl. field. Qed.
+
+Lemma u_pos : 0 <= u. Proof. apply u_ro_pos. Qed.
+Lemma u_small : u <= / 16777216. Proof. rewrite u_value. lra. Qed.
+
+(** The smallest normal binary32 magnitude, 2^-126. *)
+Definition no_underflow (x : R) : Prop := x = 0 \/ bpow radix2 (emin + prec - 1) <= Rabs x.
+
+Definition exp_model (e_exp E d : R) : Prop := Rabs (E - exp d) <= e_exp * exp d.
+
+Lemma fmtb_rnd : forall x, fmtb (rnd x).
+Proof. intros x. apply generic_format_round; auto with typeclass_instances. Qed.
+
+Lemma rnd_rel : forall x, no_underflow x -> exists d, Rabs d <= u /\ rnd x = x * (1 + d).
+Proof.
+  intros x [->|H].
+  - exists 0. split; [rewrite Rabs_R0; apply u_pos|].
+    unfold rnd. rewrite round_0 by auto with typeclass_instances. ring.
+  - destruct (relative_error_N_FLT_ex radix2 emin prec prec_pos (fun z => negb (Z.even z)) x H) as [d [Hd E]].
+    exists d. split; [exact Hd|exact E].
+Qed.
+
+Lemma rnd_plus : forall x y, fmtb x -> fmtb y ->
+  exists d, Rabs d <= u /\ rnd (x + y) = (x + y) * (1 + d).
+Proof.
+  intros x y Fx Fy.
+  destruct (FLT_plus_error_N_ex radix2 emin prec
+              (fun z => negb (Z.even z)) x y Fx Fy) as [d [Hd E]].
+  exists d. split; [|exact E]. eapply Rle_trans; [exact Hd|apply u_rod1pu_ro_le_u_ro].
+Qed.
+
+Lemma rnd_nonneg : forall x, 0 <= x -> 0 <= rnd x.
+Proof.
+  intros x H. unfold rnd. rewrite <- (round_0 radix2 fmt ZnearestE).
+  apply round_le; auto with typeclass_instances.
+Qed.
+
+Lemma fmtb_max : forall a b, fmtb a -> fmtb b -> fmtb (Rmax a b).
+Proof. intros a b Fa Fb. unfold Rmax. destruct (Rle_dec a b); assumption. Qed.
+
+Lemma exp_mono : forall x y, x <= y -> exp x <= exp y.
+Proof.
+  intros x y H. destruct (Req_dec x y) as [->|N]; [lra|].
+  apply Rlt_le, exp_increasing. lra.
+Qed.
+
+(** * Generic error composition *)
+
+(** A relative error b on top of a relative error a (against y >= 0). *)
+Lemma rel_compose : forall x y z a b, 0 <= y -> 0 <= a -> 0 <= b ->
+  Rabs (x - y) <= a * y -> Rabs (z - x) <= b * Rabs x ->
+  Rabs (z - y) <= ((1 + a) * (1 + b) - 1) * y.
+Proof.
+  intros x y z a b Hy Ha Hb H1 H2.
+  assert (Hx : Rabs x <= (1 + a) * y).
+  { replace x with ((x - y) + y) by ring.
+    eapply Rle_trans; [apply Rabs_triang|]. rewrite (Rabs_pos_eq y Hy). lra. }
+  replace (z - y) with ((z - x) + (x - y)) by ring.
+  eapply Rle_trans; [apply Rabs_triang|].
+  assert (b * Rabs x <= b * ((1 + a) * y)) by (apply Rmult_le_compat_l; auto).
+  nra.
+Qed.
+
+Lemma rel_factor : forall x d b, Rabs d <= b -> Rabs (x * (1 + d) - x) <= b * Rabs x.
+Proof.
+  intros x d b H. replace (x * (1 + d) - x) with (d * x) by ring.
+  rewrite Rabs_mult. apply Rmult_le_compat_r; [apply Rabs_pos|exact H].
+Qed.
+
+Lemma abs_sum_le : forall x1 y1 x2 y2 a1 a2,
+  Rabs (x1 - y1) <= a1 -> Rabs (x2 - y2) <= a2 -> Rabs ((x1 + x2) - (y1 + y2)) <= a1 + a2.
+Proof.
+  intros. replace ((x1 + x2) - (y1 + y2)) with ((x1 - y1) + (x2 - y2)) by ring.
+  eapply Rle_trans; [apply Rabs_triang|lra].
+Qed.
+
+(** * One weight: w = rnd(s * E), E = exp_fn(rnd(m - M)), against s * exp(m - M). *)
+
+Lemma weight_err : forall s m M E e_exp,
+  fmtb m -> fmtb M -> m <= M -> 0 <= s -> 0 <= e_exp <= 1 ->
+  exp_model e_exp E (rnd (m - M)) -> no_underflow (s * E) ->
+  Rabs (rnd (s * E) - s * exp (m - M))
+  <= (exp ((M - m) * u) * (1 + e_exp) * (1 + u) - 1) * (s * exp (m - M)).
+Proof.
+  intros s m M E e Fm FM HmM Hs He HE HU.
+  destruct (rnd_plus m (- M) Fm (generic_format_opp _ _ _ FM)) as [d0 [Hd0 R0]].
+  fold (m - M) in R0.
+  destruct (rnd_rel _ HU) as [d1 [Hd1 R1]]. rewrite R1.
+  set (x := m - M) in *. set (a := (M - m) * u).
+  set (t := x * d0).
+  assert (Ha : 0 <= a) by (unfold a; apply Rmult_le_pos; [lra|apply u_pos]).
+  assert (Ht : Rabs t <= a).
+  { unfold t, a. rewrite Rabs_mult. replace (M - m) with (Rabs x)
+      by (unfold x; rewrite Rabs_left1 by lra; ring).
+    apply Rmult_le_compat_l; [apply Rabs_pos|exact Hd0]. }
+  assert (Ed : exp (rnd x) = exp x * exp t).
+  { rewrite R0, <- exp_plus. f_equal. unfold t. ring. }
+  unfold exp_model in HE. rewrite Ed in HE.
+  pose proof (exp_pos x) as Px. pose proof (exp_pos t) as Pt.
+  set (eps := (E - exp x * exp t) / (exp x * exp t)).
+  assert (Eeps : E = exp x * exp t * (1 + eps)) by (unfold eps; field; lra).
+  assert (Heps : Rabs eps <= e).
+  { assert (Pxt : 0 < exp x * exp t) by nra.
+    unfold eps. unfold Rdiv. rewrite Rabs_mult, Rabs_inv, (Rabs_pos_eq (exp x * exp t)) by lra.
+    apply (Rmult_le_reg_r (exp x * exp t)); [exact Pxt|].
+    rewrite Rmult_assoc, Rinv_l by lra. lra. }
+  rewrite Eeps.
+  set (X := exp t). set (A := exp a).
+  assert (XA : X <= A) by (apply exp_mono; apply Rabs_le_inv in Ht; lra).
+  assert (AX : 1 - a <= X).
+  { pose proof (exp_ineq1_le t). apply Rabs_le_inv in Ht. unfold X. lra. }
+  assert (A1 : 1 + a <= A) by apply exp_ineq1_le.
+  apply Rabs_le_inv in Heps. apply Rabs_le_inv in Hd1. pose proof u_pos. pose proof u_small.
+  replace (s * (exp x * X * (1 + eps)) * (1 + d1) - s * exp x)
+    with ((X * (1 + eps) * (1 + d1) - 1) * (s * exp x)) by ring.
+  rewrite Rabs_mult, (Rabs_pos_eq (s * exp x)) by nra.
+  apply Rmult_le_compat_r; [nra|].
+  assert (P0 : 0 <= X) by (unfold X; lra).
+  assert (Up : X * (1 + eps) * (1 + d1) <= A * (1 + e) * (1 + u)).
+  { apply Rmult_le_compat; try nra. }
+  assert (Lo : 2 - A * (1 + e) * (1 + u) <= X * (1 + eps) * (1 + d1)).
+  { destruct (Rle_dec 1 a) as [Big|Small].
+    - assert (B1 : A <= A * (1 + e)) by nra.
+      assert (B2 : A * (1 + e) <= A * (1 + e) * (1 + u)) by nra.
+      assert (N1 : 0 <= X * (1 + eps)) by (apply Rmult_le_pos; lra).
+      assert (N2 : 0 <= X * (1 + eps) * (1 + d1)) by (apply Rmult_le_pos; lra).
+      lra.
+    - assert (L1 : (1 - a) * (1 - e) <= X * (1 + eps)) by (apply Rmult_le_compat; nra).
+      assert (L2 : (1 - a) * (1 - e) * (1 - u) <= X * (1 + eps) * (1 + d1))
+        by (apply Rmult_le_compat; nra).
+      assert (U1 : (1 + a) * (1 + e) <= A * (1 + e)) by nra.
+      assert (U2 : (1 + a) * (1 + e) * (1 + u) <= A * (1 + e) * (1 + u)) by nra.
+      nra. }
+  apply Rabs_le. lra.
+Qed.
+
+(** * One merge step *)
+
+(** The factor bounding each computed weight against its exact value: the exp argument
+    m - M is off by at most |m1 - m2| u (one rounding of a difference whose magnitude is at
+    most the gap), exp adds e_exp, the product s * E adds u. *)
+Definition alpha (e_exp gap : R) : R := exp (gap * u) * (1 + e_exp) * (1 + u) - 1.
+(** Bound on s (relative) after the rounded sum w1 + w2. *)
+Definition gamma_s (e_exp gap : R) : R := (1 + alpha e_exp gap) * (1 + u) - 1.
+(** Bound on the numerator (relative to w1|o1| + w2|o2|): two more roundings. *)
+Definition beta_n (e_exp gap : R) : R := (1 + alpha e_exp gap) * (1 + u) * (1 + u) - 1.
+(** Bound on o (relative to the exact merge's (w1|o1| + w2|o2|)/s). *)
+Definition kappa_o (e_exp gap : R) : R :=
+  (1 + beta_n e_exp gap) * (1 + u) / (1 - gamma_s e_exp gap) - 1.
+
+Lemma alpha_nonneg : forall e gap, 0 <= e -> 0 <= gap -> 0 <= alpha e gap.
+Proof.
+  intros e gap He Hg. unfold alpha. pose proof u_pos.
+  assert (1 <= exp (gap * u)).
+  { pose proof (exp_ineq1_le (gap * u)). assert (0 <= gap * u) by (apply Rmult_le_pos; lra). lra. }
+  assert (1 <= exp (gap * u) * (1 + e)) by nra.
+  assert (exp (gap * u) * (1 + e) <= exp (gap * u) * (1 + e) * (1 + u)) by nra.
+  lra.
+Qed.
+
+Lemma weight_err_gap : forall s m1 m2 m E e_exp,
+  fmtb m1 -> fmtb m2 -> (m = m1 \/ m = m2) -> 0 <= s -> 0 <= e_exp <= 1 ->
+  exp_model e_exp E (rnd (m - Rmax m1 m2)) -> no_underflow (s * E) ->
+  Rabs (rnd (s * E) - s * exp (m - Rmax m1 m2))
+  <= alpha e_exp (Rabs (m1 - m2)) * (s * exp (m - Rmax m1 m2)).
+Proof.
+  intros s m1 m2 m E e F1 F2 Hm Hs He HE HU.
+  assert (Fm : fmtb m) by (destruct Hm as [->| ->]; auto).
+  assert (Le : m <= Rmax m1 m2) by (destruct Hm as [->| ->]; [apply Rmax_l|apply Rmax_r]).
+  assert (Gap : Rmax m1 m2 - m <= Rabs (m1 - m2)).
+  { unfold Rmax. destruct (Rle_dec m1 m2), Hm as [->| ->];
+      unfold Rabs; destruct (Rcase_abs _); lra. }
+  eapply Rle_trans; [apply (weight_err s m (Rmax m1 m2) E e Fm (fmtb_max _ _ F1 F2) Le Hs He HE HU)|].
+  apply Rmult_le_compat_r; [pose proof (exp_pos (m - Rmax m1 m2)); nra|].
+  unfold alpha. pose proof u_pos.
+  assert (exp ((Rmax m1 m2 - m) * u) <= exp (Rabs (m1 - m2) * u))
+    by (apply exp_mono, Rmult_le_compat_r; auto).
+  assert (0 < 1 + e) by lra. assert (0 < 1 + u) by lra.
+  apply Rplus_le_compat_r. apply Rmult_le_compat_r; [lra|]. apply Rmult_le_compat_r; lra.
+Qed.
+
+(** merge_step_error, the (m, s) part: M is exact, and the computed s is within gamma_s of
+    the exact merge w1* + w2* of the same (already rounded) inputs. *)
+Theorem merge_step_error_s :
+  forall m1 s1 m2 s2 E1 E2 e_exp,
+  fmtb m1 -> fmtb m2 -> 0 <= s1 -> 0 <= s2 -> 0 <= e_exp <= 1 ->
+  exp_model e_exp E1 (rnd (m1 - Rmax m1 m2)) ->
+  exp_model e_exp E2 (rnd (m2 - Rmax m1 m2)) ->
+  no_underflow (s1 * E1) -> no_underflow (s2 * E2) ->
+  let s := rnd (rnd (s1 * E1) + rnd (s2 * E2)) in
+  let sx := s1 * exp (m1 - Rmax m1 m2) + s2 * exp (m2 - Rmax m1 m2) in
+  Rabs (s - sx) <= gamma_s e_exp (Rabs (m1 - m2)) * sx.
+Proof.
+  intros m1 s1 m2 s2 E1 E2 e F1 F2 Hs1 Hs2 He HE1 HE2 HU1 HU2 s sx.
+  pose proof (weight_err_gap s1 m1 m2 m1 E1 e F1 F2 (or_introl eq_refl) Hs1 He HE1 HU1) as W1.
+  pose proof (weight_err_gap s2 m1 m2 m2 E2 e F1 F2 (or_intror eq_refl) Hs2 He HE2 HU2) as W2.
+  set (a := alpha e (Rabs (m1 - m2))) in *.
+  assert (Ha : 0 <= a) by (apply alpha_nonneg; [lra|apply Rabs_pos]).
+  assert (W : Rabs ((rnd (s1 * E1) + rnd (s2 * E2)) - sx) <= a * sx)
+    by (unfold sx; rewrite Rmult_plus_distr_l; apply abs_sum_le; assumption).
+  destruct (rnd_plus _ _ (fmtb_rnd (s1 * E1)) (fmtb_rnd (s2 * E2))) as [d [Hd R]].
+  unfold s. rewrite R. unfold gamma_s. fold a.
+  assert (Hsx : 0 <= sx).
+  { unfold sx. pose proof (exp_pos (m1 - Rmax m1 m2)). pose proof (exp_pos (m2 - Rmax m1 m2)). nra. }
+  eapply rel_compose; [exact Hsx|exact Ha|apply u_pos|exact W|apply rel_factor, Hd].
+Qed.
