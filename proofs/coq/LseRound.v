@@ -240,3 +240,140 @@ Proof.
   { unfold sx. pose proof (exp_pos (m1 - Rmax m1 m2)). pose proof (exp_pos (m2 - Rmax m1 m2)). nra. }
   eapply rel_compose; [exact Hsx|exact Ha|apply u_pos|exact W|apply rel_factor, Hd].
 Qed.
+
+(** * The o component *)
+
+Lemma numerator_err : forall w1 w2 w1x w2x o1 o2 a,
+  0 <= w1x -> 0 <= w2x -> 0 <= a ->
+  Rabs (w1 - w1x) <= a * w1x -> Rabs (w2 - w2x) <= a * w2x ->
+  no_underflow (w1 * o1) -> no_underflow (w2 * o2) ->
+  Rabs (rnd (rnd (w1 * o1) + rnd (w2 * o2)) - (w1x * o1 + w2x * o2))
+  <= ((1 + a) * (1 + u) * (1 + u) - 1) * (w1x * Rabs o1 + w2x * Rabs o2).
+Proof.
+  intros w1 w2 w1x w2x o1 o2 a P1 P2 Ha H1 H2 U1 U2.
+  destruct (rnd_rel _ U1) as [d1 [Hd1 R1]]. destruct (rnd_rel _ U2) as [d2 [Hd2 R2]].
+  destruct (rnd_plus _ _ (fmtb_rnd (w1 * o1)) (fmtb_rnd (w2 * o2))) as [d3 [Hd3 R3]].
+  rewrite R3, R1, R2. pose proof u_pos.
+  assert (K : forall w wx d, 0 <= wx -> Rabs (w - wx) <= a * wx -> Rabs d <= u ->
+            Rabs (w * (1 + d) * (1 + d3) - wx) <= ((1 + a) * (1 + u) * (1 + u) - 1) * wx).
+  { intros w wx d Pw Hw Hd.
+    replace ((1 + a) * (1 + u) * (1 + u) - 1)
+      with ((1 + ((1 + a) * (1 + u) - 1)) * (1 + u) - 1) by ring.
+    apply rel_compose with (x := w * (1 + d)); auto.
+    - assert (0 <= a * u) by (apply Rmult_le_pos; lra). nra.
+    - apply rel_compose with (x := w); auto. apply rel_factor, Hd.
+    - apply rel_factor, Hd3. }
+  replace ((w1 * o1 * (1 + d1) + w2 * o2 * (1 + d2)) * (1 + d3) - (w1x * o1 + w2x * o2))
+    with ((w1 * (1 + d1) * (1 + d3) - w1x) * o1 + (w2 * (1 + d2) * (1 + d3) - w2x) * o2)
+    by ring.
+  eapply Rle_trans; [apply Rabs_triang|]. rewrite !Rabs_mult.
+  pose proof (K w1 w1x d1 P1 H1 Hd1). pose proof (K w2 w2x d2 P2 H2 Hd2).
+  pose proof (Rabs_pos o1). pose proof (Rabs_pos o2).
+  assert (Rabs (w1 * (1 + d1) * (1 + d3) - w1x) * Rabs o1
+          <= ((1 + a) * (1 + u) * (1 + u) - 1) * w1x * Rabs o1)
+    by (apply Rmult_le_compat_r; lra).
+  assert (Rabs (w2 * (1 + d2) * (1 + d3) - w2x) * Rabs o2
+          <= ((1 + a) * (1 + u) * (1 + u) - 1) * w2x * Rabs o2)
+    by (apply Rmult_le_compat_r; lra).
+  lra.
+Qed.
+
+Lemma division_err : forall n nx s sx A b g d,
+  0 < sx -> Rabs nx <= A -> Rabs (n - nx) <= b * A -> Rabs (s - sx) <= g * sx ->
+  0 <= b -> 0 <= g < 1 -> Rabs d <= u ->
+  Rabs (n / s * (1 + d) - nx / sx) <= ((1 + b) * (1 + u) / (1 - g) - 1) * (A / sx).
+Proof.
+  intros n nx s sx A b g d Psx HA Hn Hs Hb Hg Hd. pose proof u_pos.
+  assert (Ps : sx * (1 - g) <= s) by (apply Rabs_le_inv in Hs; lra).
+  assert (Ps' : 0 < s) by nra.
+  assert (PA : 0 <= A) by (pose proof (Rabs_pos nx); lra).
+  replace (n / s * (1 + d) - nx / sx)
+    with ((sx * ((n - nx) * (1 + d) + nx * d) - nx * (s - sx)) / (s * sx))
+    by (field; lra).
+  unfold Rdiv at 1. rewrite Rabs_mult, Rabs_inv, (Rabs_pos_eq (s * sx)) by nra.
+  set (K := b * (1 + u) + u + g).
+  assert (Num : Rabs (sx * ((n - nx) * (1 + d) + nx * d) - nx * (s - sx)) <= sx * A * K).
+  { unfold Rminus at 1. eapply Rle_trans; [apply Rabs_triang|]. rewrite Rabs_Ropp.
+    rewrite !Rabs_mult, (Rabs_pos_eq sx) by lra.
+    assert (T1 : Rabs ((n - nx) * (1 + d) + nx * d) <= b * A * (1 + u) + A * u).
+    { eapply Rle_trans; [apply Rabs_triang|]. rewrite !Rabs_mult.
+      assert (Rabs (1 + d) <= 1 + u)
+        by (apply Rabs_le; apply Rabs_le_inv in Hd; lra).
+      pose proof (Rabs_pos (n - nx)). pose proof (Rabs_pos nx). pose proof (Rabs_pos d).
+      pose proof (Rabs_pos (1 + d)).
+      assert (Rabs (n - nx) * Rabs (1 + d) <= b * A * (1 + u))
+        by (apply Rmult_le_compat; lra).
+      assert (Rabs nx * Rabs d <= A * u) by (apply Rmult_le_compat; lra).
+      lra. }
+    assert (T2 : Rabs nx * Rabs (s - sx) <= A * (g * sx))
+      by (apply Rmult_le_compat; auto using Rabs_pos).
+    unfold K.
+    assert (sx * Rabs ((n - nx) * (1 + d) + nx * d) <= sx * (b * A * (1 + u) + A * u))
+      by (apply Rmult_le_compat_l; lra).
+    nra. }
+  assert (PK : 0 <= K) by (unfold K; nra).
+  apply Rle_trans with (sx * A * K * / (sx * (1 - g) * sx)).
+  - assert (0 < sx * (1 - g)) by (apply Rmult_lt_0_compat; lra).
+    apply Rmult_le_compat; [apply Rabs_pos|left; apply Rinv_0_lt_compat; apply Rmult_lt_0_compat; lra|exact Num|].
+    assert (0 < sx * (1 - g)) by (apply Rmult_lt_0_compat; lra).
+    apply Rinv_le_contravar; [apply Rmult_lt_0_compat; lra|]. apply Rmult_le_compat_r; lra.
+  - right. unfold K. field. lra.
+Qed.
+
+(** merge_step_error: one fp32 merge step as PartitionState::merge computes it.
+    Inputs: two non-empty states (m1, s1, o1), (m2, s2, o2) whose m's are floats and whose
+    s's are >= 0; E1, E2 the values exp_fn returned on the rounded differences. Against the
+    exact merge of these same inputs, wix = s_i exp(m_i - M), sx = w1x + w2x,
+    ox = (w1x o1 + w2x o2) / sx, with gap = |m1 - m2|:
+      |s - sx| <= gamma_s * sx,
+      |o - ox| <= kappa_o * (w1x |o1| + w2x |o2|) / sx.
+    M = max(m1, m2) is exact (no error term). *)
+Theorem merge_step_error :
+  forall m1 s1 o1 m2 s2 o2 E1 E2 e_exp,
+  fmtb m1 -> fmtb m2 -> 0 <= s1 -> 0 <= s2 -> 0 <= e_exp <= 1 ->
+  exp_model e_exp E1 (rnd (m1 - Rmax m1 m2)) ->
+  exp_model e_exp E2 (rnd (m2 - Rmax m1 m2)) ->
+  no_underflow (s1 * E1) -> no_underflow (s2 * E2) ->
+  let w1 := rnd (s1 * E1) in
+  let w2 := rnd (s2 * E2) in
+  let s := rnd (w1 + w2) in
+  let n := rnd (rnd (w1 * o1) + rnd (w2 * o2)) in
+  no_underflow (w1 * o1) -> no_underflow (w2 * o2) -> no_underflow (n / s) ->
+  let o := rnd (n / s) in
+  let w1x := s1 * exp (m1 - Rmax m1 m2) in
+  let w2x := s2 * exp (m2 - Rmax m1 m2) in
+  let sx := w1x + w2x in
+  let ox := (w1x * o1 + w2x * o2) / sx in
+  0 < sx -> gamma_s e_exp (Rabs (m1 - m2)) < 1 ->
+  Rabs (s - sx) <= gamma_s e_exp (Rabs (m1 - m2)) * sx /\
+  Rabs (o - ox) <= kappa_o e_exp (Rabs (m1 - m2)) * ((w1x * Rabs o1 + w2x * Rabs o2) / sx).
+Proof.
+  intros m1 s1 o1 m2 s2 o2 E1 E2 e F1 F2 Hs1 Hs2 He HE1 HE2 HU1 HU2 w1 w2 s n
+    HV1 HV2 HQ o w1x w2x sx ox Psx Hg.
+  assert (S : Rabs (s - sx) <= gamma_s e (Rabs (m1 - m2)) * sx)
+    by (apply merge_step_error_s; assumption).
+  split; [exact S|].
+  pose proof (weight_err_gap s1 m1 m2 m1 E1 e F1 F2 (or_introl eq_refl) Hs1 He HE1 HU1) as W1.
+  pose proof (weight_err_gap s2 m1 m2 m2 E2 e F1 F2 (or_intror eq_refl) Hs2 He HE2 HU2) as W2.
+  fold w1 w2 w1x w2x in W1, W2.
+  assert (Ha : 0 <= alpha e (Rabs (m1 - m2))) by (apply alpha_nonneg; [lra|apply Rabs_pos]).
+  assert (P1 : 0 <= w1x) by (unfold w1x; pose proof (exp_pos (m1 - Rmax m1 m2)); nra).
+  assert (P2 : 0 <= w2x) by (unfold w2x; pose proof (exp_pos (m2 - Rmax m1 m2)); nra).
+  pose proof (numerator_err w1 w2 w1x w2x o1 o2 _ P1 P2 Ha W1 W2 HV1 HV2) as N.
+  fold n in N.
+  destruct (rnd_rel _ HQ) as [d [Hd R]]. unfold o. rewrite R.
+  pose proof u_pos.
+  assert (Hg0 : 0 <= gamma_s e (Rabs (m1 - m2))).
+  { unfold gamma_s. assert (0 <= alpha e (Rabs (m1 - m2)) * u) by (apply Rmult_le_pos; lra). nra. }
+  assert (T : Rabs (w1x * o1 + w2x * o2) <= w1x * Rabs o1 + w2x * Rabs o2).
+  { eapply Rle_trans; [apply Rabs_triang|].
+    rewrite !Rabs_mult, (Rabs_pos_eq w1x), (Rabs_pos_eq w2x) by lra. lra. }
+  assert (Hb : 0 <= beta_n e (Rabs (m1 - m2))).
+  { unfold beta_n. assert (0 <= alpha e (Rabs (m1 - m2)) * u) by (apply Rmult_le_pos; lra).
+    assert (0 <= (1 + alpha e (Rabs (m1 - m2))) * (1 + u) * u) by (apply Rmult_le_pos; nra).
+    nra. }
+  unfold kappa_o, ox.
+  exact (division_err n (w1x * o1 + w2x * o2) s sx (w1x * Rabs o1 + w2x * Rabs o2)
+           (beta_n e (Rabs (m1 - m2))) (gamma_s e (Rabs (m1 - m2))) d
+           Psx T N S Hb (conj Hg0 Hg) Hd).
+Qed.
