@@ -17,7 +17,8 @@
     - The numerator w1*o1 + w2*o2 is computed as rnd(rnd(w1*o1) + rnd(w2*o2)), which is
       what the header's expression does when not contracted into an fma (the host build
       uses -ffp-contract=off; see [numerator_fma] for the contracted form). *)
-From Coq Require Import Reals Lra Lia.
+From Coq Require Import Reals List Lra Lia.
+Import ListNotations.
 From Flocq Require Import Core Relative Plus_error.
 Open Scope R_scope.
 
@@ -376,4 +377,195 @@ Proof.
   exact (division_err n (w1x * o1 + w2x * o2) s sx (w1x * Rabs o1 + w2x * Rabs o2)
            (beta_n e (Rabs (m1 - m2))) (gamma_s e (Rabs (m1 - m2))) d
            Psx T N S Hb (conj Hg0 Hg) Hd).
+Qed.
+
+(** * A left fold of merges over P partitions *)
+
+(** A partition state (m, s, o), as the attention kernel writes it (already rounded). *)
+Definition st3 : Type := (R * R * R)%type.
+Definition mm (a : st3) : R := fst (fst a).
+Definition ss (a : st3) : R := snd (fst a).
+Definition oo (a : st3) : R := snd a.
+
+(** PartitionState::merge in binary32, with [fe] the exp the kernel passes. *)
+Definition fl_merge (fe : R -> R) (a b : st3) : st3 :=
+  let M := Rmax (mm a) (mm b) in
+  let w1 := rnd (ss a * fe (rnd (mm a - M))) in
+  let w2 := rnd (ss b * fe (rnd (mm b - M))) in
+  let s := rnd (w1 + w2) in
+  (M, s, rnd (rnd (rnd (w1 * oo a) + rnd (w2 * oo b)) / s)).
+
+(** The reduce's left fold: the first partition's state is taken as is (merging it into
+    the empty state copies it), then each next partition is merged in. *)
+Definition fl_fold (fe : R -> R) (first : st3) (rest : list st3) : st3 :=
+  fold_left (fl_merge fe) rest first.
+
+(** Hypotheses of one step of the fold, on the values that step computes: the gap between
+    the running max and the partition's max is at most G, exp_fn is within e_exp on both
+    arguments, and the two weight products do not underflow. *)
+Definition step_ok_s (fe : R -> R) (e G : R) (a b : st3) : Prop :=
+  let M := Rmax (mm a) (mm b) in
+  Rabs (mm a - mm b) <= G /\
+  exp_model e (fe (rnd (mm a - M))) (rnd (mm a - M)) /\
+  exp_model e (fe (rnd (mm b - M))) (rnd (mm b - M)) /\
+  no_underflow (ss a * fe (rnd (mm a - M))) /\
+  no_underflow (ss b * fe (rnd (mm b - M))).
+
+Fixpoint fold_ok_s (fe : R -> R) (e G : R) (acc : st3) (rest : list st3) : Prop :=
+  match rest with
+  | [] => True
+  | b :: r => step_ok_s fe e G acc b /\ fold_ok_s fe e G (fl_merge fe acc b) r
+  end.
+
+(** Each partition's m is a float and its s is >= 0. *)
+Definition input_ok (a : st3) : Prop := fmtb (mm a) /\ 0 <= ss a.
+
+(** The exact exp-sum of the partitions at reference max M: sum_j s_j exp(m_j - M). *)
+Fixpoint sig (M : R) (l : list st3) : R :=
+  match l with [] => 0 | a :: r => ss a * exp (mm a - M) + sig M r end.
+
+Lemma sig_app : forall M l1 l2, sig M (l1 ++ l2) = sig M l1 + sig M l2.
+Proof. intros M l1 l2. induction l1 as [|a r IH]; simpl; [ring|]. rewrite IH. ring. Qed.
+
+Lemma sig_rescale : forall M M' l, sig M' l = sig M l * exp (M - M').
+Proof.
+  intros M M' l. induction l as [|a r IH]; simpl; [ring|]. rewrite IH.
+  replace (exp (mm a - M')) with (exp (mm a - M) * exp (M - M'))
+    by (rewrite <- exp_plus; f_equal; ring).
+  ring.
+Qed.
+
+Lemma sig_nonneg : forall M l, Forall input_ok l -> 0 <= sig M l.
+Proof.
+  intros M l H. induction H as [|a r [_ Ha] _ IH]; simpl; [lra|].
+  pose proof (exp_pos (mm a - M)). nra.
+Qed.
+
+Lemma alpha_mono : forall e g G, 0 <= e -> g <= G -> alpha e g <= alpha e G.
+Proof.
+  intros e g G He H. unfold alpha. pose proof u_pos.
+  assert (exp (g * u) <= exp (G * u)) by (apply exp_mono, Rmult_le_compat_r; lra).
+  assert (0 < 1 + e) by lra. assert (0 < 1 + u) by lra.
+  apply Rplus_le_compat_r. apply Rmult_le_compat_r; [lra|]. apply Rmult_le_compat_r; lra.
+Qed.
+
+Lemma gamma_s_mono : forall e g G, 0 <= e -> g <= G -> gamma_s e g <= gamma_s e G.
+Proof.
+  intros e g G He H. unfold gamma_s. pose proof u_pos. pose proof (alpha_mono e g G He H).
+  apply Rplus_le_compat_r. apply Rmult_le_compat_r; lra.
+Qed.
+
+Lemma gamma_s_nonneg : forall e G, 0 <= e -> 0 <= G -> 0 <= gamma_s e G.
+Proof.
+  intros e G He HG. unfold gamma_s. pose proof u_pos. pose proof (alpha_nonneg e G He HG).
+  assert (0 <= alpha e G * u) by (apply Rmult_le_pos; lra). nra.
+Qed.
+
+Lemma exp_model_nonneg : forall e E d, e <= 1 -> exp_model e E d -> 0 <= E.
+Proof.
+  intros e E d He H. unfold exp_model in H. apply Rabs_le_inv in H.
+  pose proof (exp_pos d). nra.
+Qed.
+
+Lemma fold_error_s_gen :
+  forall fe e G rest acc done c,
+  0 <= e <= 1 -> 0 <= G -> 0 <= c ->
+  input_ok acc -> Forall input_ok done -> Forall input_ok rest ->
+  fold_ok_s fe e G acc rest ->
+  Rabs (ss acc - sig (mm acc) done) <= c * sig (mm acc) done ->
+  let r := fl_fold fe acc rest in
+  input_ok r /\
+  Rabs (ss r - sig (mm r) (done ++ rest))
+  <= ((1 + c) * (1 + gamma_s e G) ^ length rest - 1) * sig (mm r) (done ++ rest).
+Proof.
+  intros fe e G rest. induction rest as [|b rest IH];
+    intros acc done c He HG Hc Hacc Hdone Hrest Hok Herr r.
+  - unfold r, fl_fold. simpl. rewrite app_nil_r. split; [exact Hacc|].
+    replace ((1 + c) * 1 - 1) with c by ring. exact Herr.
+  - inversion Hrest as [|b' rest' Hb Hrest' [Eb Erest]]. subst b' rest'.
+    destruct Hok as [[Hgap [HE1 [HE2 [HU1 HU2]]]] Hok].
+    destruct Hacc as [FM HS]. destruct Hb as [Fb Hsb].
+    set (acc' := fl_merge fe acc b).
+    set (M' := Rmax (mm acc) (mm b)) in *.
+    assert (Hacc' : input_ok acc').
+    { split.
+      - apply fmtb_max; assumption.
+      - change (0 <= rnd (rnd (ss acc * fe (rnd (mm acc - M')))
+                            + rnd (ss b * fe (rnd (mm b - M'))))).
+        apply rnd_nonneg.
+        pose proof (exp_model_nonneg _ _ _ (proj2 He) HE1).
+        pose proof (exp_model_nonneg _ _ _ (proj2 He) HE2).
+        assert (0 <= rnd (ss acc * fe (rnd (mm acc - M')))) by (apply rnd_nonneg; nra).
+        assert (0 <= rnd (ss b * fe (rnd (mm b - M')))) by (apply rnd_nonneg; nra).
+        lra. }
+    set (g := gamma_s e G).
+    assert (Hg : 0 <= g) by (apply gamma_s_nonneg; lra).
+    assert (Herr' : Rabs (ss acc' - sig (mm acc') (done ++ [b]))
+                    <= ((1 + c) * (1 + g) - 1) * sig (mm acc') (done ++ [b])).
+    { pose proof (merge_step_error_s (mm acc) (ss acc) (mm b) (ss b)
+                    (fe (rnd (mm acc - M'))) (fe (rnd (mm b - M'))) e
+                    FM Fb HS Hsb He HE1 HE2 HU1 HU2) as Step.
+      cbv zeta in Step. fold M' in Step.
+      assert (Eacc' : ss acc' = rnd (rnd (ss acc * fe (rnd (mm acc - M')))
+                                     + rnd (ss b * fe (rnd (mm b - M'))))) by reflexivity.
+      assert (Emm : mm acc' = M') by reflexivity.
+      rewrite Eacc', Emm.
+      set (T := ss acc * exp (mm acc - M') + ss b * exp (mm b - M')) in *.
+      assert (Sig : sig M' (done ++ [b]) = sig (mm acc) done * exp (mm acc - M')
+                                            + ss b * exp (mm b - M')).
+      { rewrite sig_app, (sig_rescale (mm acc) M' done). simpl. ring. }
+      pose proof (exp_pos (mm acc - M')) as Pe. pose proof (exp_pos (mm b - M')) as Pb.
+      pose proof (sig_nonneg (mm acc) done Hdone) as Pd.
+      assert (PS : 0 <= sig M' (done ++ [b])) by (rewrite Sig; nra).
+      assert (D1 : Rabs (T - sig M' (done ++ [b])) <= c * sig M' (done ++ [b])).
+      { rewrite Sig. unfold T.
+        replace (ss acc * exp (mm acc - M') + ss b * exp (mm b - M')
+                 - (sig (mm acc) done * exp (mm acc - M') + ss b * exp (mm b - M')))
+          with ((ss acc - sig (mm acc) done) * exp (mm acc - M')) by ring.
+        rewrite Rabs_mult, (Rabs_pos_eq (exp _)) by lra.
+        assert (Rabs (ss acc - sig (mm acc) done) * exp (mm acc - M')
+                <= c * sig (mm acc) done * exp (mm acc - M'))
+          by (apply Rmult_le_compat_r; lra).
+        assert (0 <= c * (ss b * exp (mm b - M'))) by (apply Rmult_le_pos; nra).
+        nra. }
+      assert (D2 : Rabs (rnd (rnd (ss acc * fe (rnd (mm acc - M')))
+                              + rnd (ss b * fe (rnd (mm b - M')))) - T) <= g * Rabs T).
+      { eapply Rle_trans; [exact Step|].
+        assert (PT : 0 <= T) by (unfold T; nra).
+        rewrite (Rabs_pos_eq T PT). apply Rmult_le_compat_r; [exact PT|].
+        apply gamma_s_mono; lra. }
+      eapply rel_compose; [exact PS|exact Hc|exact Hg|exact D1|exact D2]. }
+    assert (Hc' : 0 <= (1 + c) * (1 + g) - 1) by nra.
+    destruct (IH acc' (done ++ [b]) ((1 + c) * (1 + g) - 1) He HG Hc' Hacc'
+                (proj2 (Forall_app _ _ _) (conj Hdone (Forall_cons _ (conj Fb Hsb) (Forall_nil _))))
+                Hrest' Hok Herr') as [Hr Hbound].
+    unfold r, fl_fold. simpl. fold acc'. split; [exact Hr|].
+    rewrite <- app_assoc in Hbound. simpl in Hbound.
+    replace ((1 + c) * ((1 + g) * (1 + g) ^ length rest) - 1)
+      with ((1 + ((1 + c) * (1 + g) - 1)) * (1 + g) ^ length rest - 1) by ring.
+    exact Hbound.
+Qed.
+
+(** fold_error, the (m, s) part: after the reduce's left fold over P = 1 + length rest
+    partitions, the computed s is within (1 + gamma_s e_exp G)^(P-1) - 1, relatively, of
+    the exact sum_j s_j exp(m_j - M) over the partitions' own (rounded) states, M being the
+    computed max, which is exact. *)
+Theorem fold_error :
+  forall fe e G first rest,
+  0 <= e <= 1 -> 0 <= G ->
+  Forall input_ok (first :: rest) -> fold_ok_s fe e G first rest ->
+  let r := fl_fold fe first rest in
+  Rabs (ss r - sig (mm r) (first :: rest))
+  <= ((1 + gamma_s e G) ^ length rest - 1) * sig (mm r) (first :: rest).
+Proof.
+  intros fe e G first rest He HG Hin Hok r.
+  inversion Hin as [|f' rest' Hf Hrest [Ef Erest]]. subst f' rest'.
+  assert (H0 : Rabs (ss first - sig (mm first) [first]) <= 0 * sig (mm first) [first]).
+  { simpl. replace (mm first - mm first) with 0 by ring. rewrite exp_0.
+    replace (ss first - (ss first * 1 + 0)) with 0 by ring. rewrite Rabs_R0. lra. }
+  destruct (fold_error_s_gen fe e G rest first [first] 0 He HG (Rle_refl 0) Hf
+              (Forall_cons _ Hf (Forall_nil _)) Hrest Hok H0) as [_ B].
+  replace ((1 + 0) * (1 + gamma_s e G) ^ length rest - 1)
+    with ((1 + gamma_s e G) ^ length rest - 1) in B by ring.
+  exact B.
 Qed.
