@@ -165,9 +165,15 @@ Proof.
     - assert (L1 : (1 - a) * (1 - e) <= X * (1 + eps)) by (apply Rmult_le_compat; nra).
       assert (L2 : (1 - a) * (1 - e) * (1 - u) <= X * (1 + eps) * (1 + d1))
         by (apply Rmult_le_compat; nra).
-      assert (U1 : (1 + a) * (1 + e) <= A * (1 + e)) by nra.
-      assert (U2 : (1 + a) * (1 + e) * (1 + u) <= A * (1 + e) * (1 + u)) by nra.
-      nra. }
+      assert (U1 : (1 + a) * (1 + e) <= A * (1 + e)) by (apply Rmult_le_compat_r; lra).
+      assert (U2 : (1 + a) * (1 + e) * (1 + u) <= A * (1 + e) * (1 + u))
+        by (apply Rmult_le_compat_r; lra).
+      assert (Sum : (1 - a) * (1 - e) * (1 - u) + (1 + a) * (1 + e) * (1 + u)
+                    = 2 + 2 * (a * e + a * u + e * u)) by ring.
+      assert (0 <= a * e) by (apply Rmult_le_pos; lra).
+      assert (0 <= a * u) by (apply Rmult_le_pos; lra).
+      assert (0 <= e * u) by (apply Rmult_le_pos; lra).
+      lra. }
   apply Rabs_le. lra.
 Qed.
 
