@@ -24,3 +24,5 @@ Goal True. idtac "THEOREM merge_step_error". Abort.
 Print Assumptions merge_step_error.
 Goal True. idtac "THEOREM fold_error". Abort.
 Print Assumptions fold_error.
+Goal True. idtac "THEOREM fold_error_o". Abort.
+Print Assumptions fold_error_o.

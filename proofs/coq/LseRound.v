@@ -575,3 +575,322 @@ Proof.
     with ((1 + gamma_s e G) ^ length rest - 1) in B by ring.
   exact B.
 Qed.
+
+(** * The o component of the left fold *)
+
+(** Sums over the partitions at reference max M weighted by s_j exp(m_j - M). *)
+Fixpoint wsum (f : st3 -> R) (M : R) (l : list st3) : R :=
+  match l with [] => 0 | a :: r => ss a * exp (mm a - M) * f a + wsum f M r end.
+
+(** sum_j s_j e^(m_j - M) o_j and sum_j s_j e^(m_j - M) |o_j|: the exact result of the
+    reduce is nsum / sig; asum / sig is the magnitude the o error is measured against. *)
+Definition nsum := wsum oo.
+Definition asum := wsum (fun a => Rabs (oo a)).
+
+Lemma wsum_app : forall f M l1 l2, wsum f M (l1 ++ l2) = wsum f M l1 + wsum f M l2.
+Proof. intros f M l1 l2. induction l1 as [|a r IH]; simpl; [ring|]. rewrite IH. ring. Qed.
+
+Lemma wsum_rescale : forall f M M' l, wsum f M' l = wsum f M l * exp (M - M').
+Proof.
+  intros f M M' l. induction l as [|a r IH]; simpl; [ring|]. rewrite IH.
+  replace (exp (mm a - M')) with (exp (mm a - M) * exp (M - M'))
+    by (rewrite <- exp_plus; f_equal; ring).
+  ring.
+Qed.
+
+Lemma asum_nonneg : forall M l, Forall input_ok l -> 0 <= asum M l.
+Proof.
+  intros M l H. unfold asum. induction H as [|a r [_ Ha] _ IH]; simpl; [lra|].
+  pose proof (exp_pos (mm a - M)). pose proof (Rabs_pos (oo a)).
+  assert (0 <= ss a * exp (mm a - M)) by nra. nra.
+Qed.
+
+Lemma nsum_le_asum : forall M l, Forall input_ok l -> Rabs (nsum M l) <= asum M l.
+Proof.
+  intros M l H. unfold nsum, asum. induction H as [|a r [_ Ha] _ IH]; simpl.
+  - rewrite Rabs_R0. lra.
+  - eapply Rle_trans; [apply Rabs_triang|]. rewrite Rabs_mult.
+    pose proof (exp_pos (mm a - M)).
+    rewrite (Rabs_pos_eq (ss a * exp (mm a - M))) by nra. lra.
+Qed.
+
+Lemma kappa_o_mono : forall e g G, 0 <= e -> 0 <= g <= G -> gamma_s e G < 1 ->
+  kappa_o e g <= kappa_o e G.
+Proof.
+  intros e g G He Hg H1. unfold kappa_o, beta_n. pose proof u_pos.
+  pose proof (alpha_mono e g G He (proj2 Hg)) as A.
+  pose proof (gamma_s_mono e g G He (proj2 Hg)) as Gm.
+  pose proof (alpha_nonneg e g He (proj1 Hg)).
+  apply Rplus_le_compat_r. unfold Rdiv.
+  apply Rmult_le_compat.
+  - assert (0 <= (1 + alpha e g) * (1 + u) * (1 + u)) by (repeat apply Rmult_le_pos; lra).
+    replace (1 + ((1 + alpha e g) * (1 + u) * (1 + u) - 1))
+      with ((1 + alpha e g) * (1 + u) * (1 + u)) by ring.
+    apply Rmult_le_pos; lra.
+  - left. apply Rinv_0_lt_compat. lra.
+  - replace (1 + ((1 + alpha e g) * (1 + u) * (1 + u) - 1))
+      with ((1 + alpha e g) * (1 + u) * (1 + u)) by ring.
+    replace (1 + ((1 + alpha e G) * (1 + u) * (1 + u) - 1))
+      with ((1 + alpha e G) * (1 + u) * (1 + u)) by ring.
+    apply Rmult_le_compat_r; [lra|]. apply Rmult_le_compat_r; [lra|].
+    apply Rmult_le_compat_r; lra.
+  - apply Rinv_le_contravar; lra.
+Qed.
+
+Lemma kappa_o_nonneg : forall e G, 0 <= e -> 0 <= G -> gamma_s e G < 1 -> 0 <= kappa_o e G.
+Proof.
+  intros e G He HG H1. unfold kappa_o, beta_n. pose proof u_pos.
+  pose proof (alpha_nonneg e G He HG). pose proof (gamma_s_nonneg e G He HG).
+  replace (1 + ((1 + alpha e G) * (1 + u) * (1 + u) - 1))
+    with ((1 + alpha e G) * (1 + u) * (1 + u)) by ring.
+  assert (1 <= (1 + alpha e G) * (1 + u) * (1 + u) * (1 + u)).
+  { assert (1 <= (1 + alpha e G) * (1 + u)) by nra.
+    assert (1 <= (1 + alpha e G) * (1 + u) * (1 + u)) by nra. nra. }
+  assert (/ (1 - gamma_s e G) >= 1).
+  { apply Rle_ge. rewrite <- Rinv_1. apply Rinv_le_contravar; lra. }
+  unfold Rdiv. nra.
+Qed.
+
+(** The further hypotheses of one step for the o component: the two products w_i * o_i
+    and the quotient n / s do not underflow. *)
+Definition step_ok_o (fe : R -> R) (a b : st3) : Prop :=
+  let M := Rmax (mm a) (mm b) in
+  let w1 := rnd (ss a * fe (rnd (mm a - M))) in
+  let w2 := rnd (ss b * fe (rnd (mm b - M))) in
+  let n := rnd (rnd (w1 * oo a) + rnd (w2 * oo b)) in
+  no_underflow (w1 * oo a) /\ no_underflow (w2 * oo b) /\ no_underflow (n / rnd (w1 + w2)).
+
+Fixpoint fold_ok (fe : R -> R) (e G : R) (acc : st3) (rest : list st3) : Prop :=
+  match rest with
+  | [] => True
+  | b :: r => step_ok_s fe e G acc b /\ step_ok_o fe acc b /\ fold_ok fe e G (fl_merge fe acc b) r
+  end.
+
+Lemma fold_error_o_gen :
+  forall fe e G rest acc done c d,
+  0 <= e <= 1 -> 0 <= G -> gamma_s e G < 1 -> 0 <= c -> 0 <= d ->
+  input_ok acc -> 0 < ss acc -> Forall input_ok done -> Forall input_ok rest ->
+  fold_ok fe e G acc rest ->
+  Rabs (ss acc - sig (mm acc) done) <= c * sig (mm acc) done ->
+  Rabs (oo acc * ss acc - nsum (mm acc) done) <= d * asum (mm acc) done ->
+  let r := fl_fold fe acc rest in
+  let g := gamma_s e G in
+  let k := kappa_o e G in
+  input_ok r /\ 0 < ss r /\
+  Rabs (ss r - sig (mm r) (done ++ rest))
+    <= ((1 + c) * (1 + g) ^ length rest - 1) * sig (mm r) (done ++ rest) /\
+  Rabs (oo r * ss r - nsum (mm r) (done ++ rest))
+    <= ((1 + d) * ((1 + g) * (1 + k)) ^ length rest - 1) * asum (mm r) (done ++ rest).
+Proof.
+  intros fe e G rest. induction rest as [|b rest IH];
+    intros acc done c d He HG Hg1 Hc Hd Hacc Pacc Hdone Hrest Hok Herr Oerr r g k.
+  - unfold r, fl_fold. simpl. rewrite !app_nil_r. repeat split; try apply Hacc; auto.
+    + replace ((1 + c) * 1 - 1) with c by ring. exact Herr.
+    + replace ((1 + d) * 1 - 1) with d by ring. exact Oerr.
+  - inversion Hrest as [|b' rest' Hb Hrest' [Eb Erest]]. subst b' rest'.
+    destruct Hok as [[Hgap [HE1 [HE2 [HU1 HU2]]]] [[HV1 [HV2 HQ]] Hok]].
+    destruct Hacc as [FM HS]. destruct Hb as [Fb Hsb].
+    set (acc' := fl_merge fe acc b) in *.
+    set (M' := Rmax (mm acc) (mm b)) in *.
+    set (E1 := fe (rnd (mm acc - M'))) in *. set (E2 := fe (rnd (mm b - M'))) in *.
+    set (eps := exp (mm acc - M')). set (W := ss b * exp (mm b - M')).
+    set (w1x := ss acc * eps). set (sx := w1x + W).
+    assert (Pe : 0 < eps) by apply exp_pos.
+    assert (PW : 0 <= W) by (unfold W; pose proof (exp_pos (mm b - M')); nra).
+    assert (Psx : 0 < sx) by (unfold sx, w1x; nra).
+    assert (Hk : 0 <= k) by (apply kappa_o_nonneg; lra).
+    assert (Hgn : 0 <= g) by (apply gamma_s_nonneg; lra).
+    assert (Hg1' : g < 1) by exact Hg1.
+    assert (Gg : gamma_s e (Rabs (mm acc - mm b)) <= g) by (apply gamma_s_mono; lra).
+    assert (Gk : kappa_o e (Rabs (mm acc - mm b)) <= k)
+      by (apply kappa_o_mono; try lra; split; [apply Rabs_pos|exact Hgap]).
+    destruct (merge_step_error (mm acc) (ss acc) (oo acc) (mm b) (ss b) (oo b) E1 E2 e
+                FM Fb (Rlt_le _ _ Pacc) Hsb He HE1 HE2 HU1 HU2 HV1 HV2 HQ Psx
+                ltac:(lra)) as [Ss Os].
+    fold M' eps W w1x sx in Ss, Os.
+    set (S' := ss acc') in *. set (O' := oo acc') in *.
+    assert (ES : S' = rnd (rnd (ss acc * E1) + rnd (ss b * E2))) by reflexivity.
+    assert (EO : O' = rnd (rnd (rnd (rnd (ss acc * E1) * oo acc) + rnd (rnd (ss b * E2) * oo b))
+                          / rnd (rnd (ss acc * E1) + rnd (ss b * E2)))) by reflexivity.
+    rewrite <- ES, <- EO in *.
+    assert (Emm : mm acc' = M') by reflexivity.
+    (* the s part, as in fold_error *)
+    assert (Sig : sig M' (done ++ [b]) = sig (mm acc) done * eps + W).
+    { rewrite sig_app, (sig_rescale (mm acc) M' done). simpl. unfold W, eps. ring. }
+    pose proof (sig_nonneg (mm acc) done Hdone) as Pd.
+    assert (PS : 0 <= sig M' (done ++ [b])) by (rewrite Sig; nra).
+    assert (S1 : Rabs (S' - sx) <= g * sx)
+      by (eapply Rle_trans; [exact Ss|apply Rmult_le_compat_r; lra]).
+    assert (PS' : 0 < S') by (apply Rabs_le_inv in S1; nra).
+    assert (Herr' : Rabs (S' - sig M' (done ++ [b]))
+                    <= ((1 + c) * (1 + g) - 1) * sig M' (done ++ [b])).
+    { assert (D1 : Rabs (sx - sig M' (done ++ [b])) <= c * sig M' (done ++ [b])).
+      { rewrite Sig. unfold sx, w1x.
+        replace (ss acc * eps + W - (sig (mm acc) done * eps + W))
+          with ((ss acc - sig (mm acc) done) * eps) by ring.
+        rewrite Rabs_mult, (Rabs_pos_eq eps) by lra.
+        assert (Rabs (ss acc - sig (mm acc) done) * eps <= c * sig (mm acc) done * eps)
+          by (apply Rmult_le_compat_r; lra).
+        assert (0 <= c * W) by (apply Rmult_le_pos; lra). nra. }
+      assert (D2 : Rabs (S' - sx) <= g * Rabs sx) by (rewrite (Rabs_pos_eq sx) by lra; exact S1).
+      eapply rel_compose; [exact PS|exact Hc|exact Hgn|exact D1|exact D2]. }
+    (* the o part, on the unnormalized O * S *)
+    set (B := w1x * Rabs (oo acc) + W * Rabs (oo b)).
+    assert (Nsum : nsum M' (done ++ [b]) = nsum (mm acc) done * eps + W * oo b).
+    { unfold nsum. rewrite wsum_app, (wsum_rescale oo (mm acc) M' done). simpl.
+      unfold W, eps. ring. }
+    assert (Asum : asum M' (done ++ [b]) = asum (mm acc) done * eps + W * Rabs (oo b)).
+    { unfold asum. rewrite wsum_app, (wsum_rescale _ (mm acc) M' done). simpl.
+      unfold W, eps. ring. }
+    pose proof (asum_nonneg (mm acc) done Hdone) as PA.
+    pose proof (nsum_le_asum (mm acc) done Hdone) as NA.
+    assert (PoB : 0 <= W * Rabs (oo b)) by (apply Rmult_le_pos; [lra|apply Rabs_pos]).
+    assert (PA' : 0 <= asum M' (done ++ [b])) by (rewrite Asum; nra).
+    set (ox := (w1x * oo acc + W * oo b) / sx) in *.
+    assert (Oxs : ox * sx = w1x * oo acc + W * oo b) by (unfold ox; field; lra).
+    assert (T1 : Rabs (ox * sx - nsum M' (done ++ [b])) <= d * asum M' (done ++ [b])).
+    { rewrite Oxs, Nsum, Asum. unfold w1x.
+      replace (ss acc * eps * oo acc + W * oo b - (nsum (mm acc) done * eps + W * oo b))
+        with ((oo acc * ss acc - nsum (mm acc) done) * eps) by ring.
+      rewrite Rabs_mult, (Rabs_pos_eq eps) by lra.
+      assert (Rabs (oo acc * ss acc - nsum (mm acc) done) * eps <= d * asum (mm acc) done * eps)
+        by (apply Rmult_le_compat_r; lra).
+      assert (0 <= d * (W * Rabs (oo b))) by (apply Rmult_le_pos; lra). nra. }
+    assert (T2 : B <= (1 + d) * asum M' (done ++ [b])).
+    { rewrite Asum. unfold B, w1x.
+      assert (Rabs (oo acc * ss acc) <= (1 + d) * asum (mm acc) done).
+      { replace (oo acc * ss acc) with ((oo acc * ss acc - nsum (mm acc) done) + nsum (mm acc) done)
+          by ring.
+        eapply Rle_trans; [apply Rabs_triang|]. lra. }
+      rewrite Rabs_mult, (Rabs_pos_eq (ss acc)) in H by lra.
+      assert (ss acc * eps * Rabs (oo acc) <= (1 + d) * asum (mm acc) done * eps).
+      { replace (ss acc * eps * Rabs (oo acc)) with (Rabs (oo acc) * ss acc * eps) by ring.
+        apply Rmult_le_compat_r; lra. }
+      assert (W * Rabs (oo b) <= (1 + d) * (W * Rabs (oo b))) by nra.
+      nra. }
+    assert (T3 : Rabs (O' * S' - ox * sx) <= B * (k * (1 + g) + g)).
+    { replace (O' * S' - ox * sx) with ((O' - ox) * S' + ox * (S' - sx)) by ring.
+      eapply Rle_trans; [apply Rabs_triang|]. rewrite !Rabs_mult, (Rabs_pos_eq S') by lra.
+      assert (Oxb : Rabs ox <= B / sx).
+      { unfold ox. unfold Rdiv. rewrite Rabs_mult, Rabs_inv, (Rabs_pos_eq sx) by lra.
+        apply Rmult_le_compat_r; [left; apply Rinv_0_lt_compat; lra|].
+        unfold B. eapply Rle_trans; [apply Rabs_triang|].
+        rewrite !Rabs_mult, (Rabs_pos_eq w1x), (Rabs_pos_eq W) by (unfold w1x; nra). lra. }
+      assert (PB : 0 <= B).
+      { unfold B, w1x. pose proof (Rabs_pos (oo acc)). assert (0 <= ss acc * eps) by nra. nra. }
+      assert (E1b : Rabs (O' - ox) <= k * (B / sx)).
+      { eapply Rle_trans; [exact Os|]. apply Rmult_le_compat_r; [|exact Gk].
+        unfold Rdiv. apply Rmult_le_pos; [exact PB|left; apply Rinv_0_lt_compat; lra]. }
+      assert (S'b : S' <= (1 + g) * sx) by (apply Rabs_le_inv in S1; lra).
+      assert (Rabs (O' - ox) * S' <= k * (B / sx) * ((1 + g) * sx)).
+      { apply Rmult_le_compat; try lra; apply Rabs_pos. }
+      assert (Rabs ox * Rabs (S' - sx) <= B / sx * (g * sx)).
+      { apply Rmult_le_compat; try apply Rabs_pos; lra. }
+      replace (k * (B / sx) * ((1 + g) * sx)) with (B * k * (1 + g)) in * by (field; lra).
+      replace (B / sx * (g * sx)) with (B * g) in * by (field; lra).
+      lra. }
+    assert (Oerr' : Rabs (oo acc' * ss acc' - nsum (mm acc') (done ++ [b]))
+                    <= ((1 + d) * ((1 + g) * (1 + k)) - 1) * asum (mm acc') (done ++ [b])).
+    { rewrite Emm. fold S' O'.
+      replace (O' * S' - nsum M' (done ++ [b]))
+        with ((O' * S' - ox * sx) + (ox * sx - nsum M' (done ++ [b]))) by ring.
+      eapply Rle_trans; [apply Rabs_triang|].
+      assert (B * (k * (1 + g) + g) <= (1 + d) * asum M' (done ++ [b]) * (k * (1 + g) + g))
+        by (apply Rmult_le_compat_r; [nra|exact T2]).
+      replace (((1 + d) * ((1 + g) * (1 + k)) - 1) * asum M' (done ++ [b]))
+        with (d * asum M' (done ++ [b]) + (1 + d) * asum M' (done ++ [b]) * (k * (1 + g) + g))
+        by ring.
+      lra. }
+    assert (Hacc' : input_ok acc') by (split; [apply fmtb_max; assumption|change (0 <= S'); lra]).
+    assert (Hc' : 0 <= (1 + c) * (1 + g) - 1) by nra.
+    assert (Hd' : 0 <= (1 + d) * ((1 + g) * (1 + k)) - 1).
+    { assert (1 <= (1 + g) * (1 + k)) by nra. nra. }
+    change (Rabs (ss acc' - sig (mm acc') (done ++ [b])) <= ((1 + c) * (1 + g) - 1) * sig (mm acc') (done ++ [b])) in Herr'.
+    destruct (IH acc' (done ++ [b]) ((1 + c) * (1 + g) - 1) ((1 + d) * ((1 + g) * (1 + k)) - 1)
+                He HG Hg1 Hc' Hd' Hacc' PS'
+                (proj2 (Forall_app _ _ _) (conj Hdone (Forall_cons _ (conj Fb Hsb) (Forall_nil _))))
+                Hrest' Hok Herr' Oerr') as [Hr [Pr [Hb1 Hb2]]].
+    unfold r, fl_fold. simpl. fold acc'. rewrite <- app_assoc in Hb1, Hb2. simpl in Hb1, Hb2.
+    split; [exact Hr|]. split; [exact Pr|]. split.
+    + replace ((1 + c) * ((1 + g) * (1 + g) ^ length rest) - 1)
+        with ((1 + ((1 + c) * (1 + g) - 1)) * (1 + g) ^ length rest - 1) by ring.
+      exact Hb1.
+    + replace ((1 + d) * ((1 + g) * (1 + k) * ((1 + g) * (1 + k)) ^ length rest) - 1)
+        with ((1 + ((1 + d) * ((1 + g) * (1 + k)) - 1)) * ((1 + g) * (1 + k)) ^ length rest - 1)
+        by ring.
+      exact Hb2.
+Qed.
+
+(** fold_error_o: after the reduce's left fold over P = 1 + length rest non-empty
+    partitions, with g = gamma_s e_exp G, k = kappa_o e_exp G, n = P - 1,
+    c = (1 + g)^n - 1 and d = ((1 + g)(1 + k))^n - 1 (c < 1 assumed), the computed s and o
+    satisfy
+      |s - sig| <= c * sig,
+      |o - nsum/sig| <= (d + c) / (1 - c) * asum/sig,
+    where nsum/sig is the exact merge of the partitions' own (rounded) states, i.e. the
+    exact reduce, and asum/sig the same with |o_j|. *)
+Theorem fold_error_o :
+  forall fe e G first rest,
+  0 <= e <= 1 -> 0 <= G -> gamma_s e G < 1 ->
+  Forall input_ok (first :: rest) -> 0 < ss first -> fold_ok fe e G first rest ->
+  let r := fl_fold fe first rest in
+  let all := first :: rest in
+  let c := (1 + gamma_s e G) ^ length rest - 1 in
+  let d := ((1 + gamma_s e G) * (1 + kappa_o e G)) ^ length rest - 1 in
+  c < 1 ->
+  Rabs (ss r - sig (mm r) all) <= c * sig (mm r) all /\
+  Rabs (oo r - nsum (mm r) all / sig (mm r) all)
+    <= (d + c) / (1 - c) * (asum (mm r) all / sig (mm r) all).
+Proof.
+  intros fe e G first rest He HG Hg1 Hin Pf Hok r all c d Hc1.
+  inversion Hin as [|f' rest' Hf Hrest [Ef Erest]]. subst f' rest'.
+  assert (E0 : exp (mm first - mm first) = 1)
+    by (replace (mm first - mm first) with 0 by ring; apply exp_0).
+  assert (H0 : Rabs (ss first - sig (mm first) [first]) <= 0 * sig (mm first) [first]).
+  { simpl. rewrite E0. replace (ss first - (ss first * 1 + 0)) with 0 by ring.
+    rewrite Rabs_R0. lra. }
+  assert (O0 : Rabs (oo first * ss first - nsum (mm first) [first])
+               <= 0 * asum (mm first) [first]).
+  { unfold nsum. simpl. rewrite E0.
+    replace (oo first * ss first - (ss first * 1 * oo first + 0)) with 0 by ring.
+    rewrite Rabs_R0. unfold asum. simpl. lra. }
+  destruct (fold_error_o_gen fe e G rest first [first] 0 0 He HG Hg1 (Rle_refl 0) (Rle_refl 0)
+              Hf Pf (Forall_cons _ Hf (Forall_nil _)) Hrest Hok H0 O0) as [Hr [Pr [Bs Bo]]].
+  fold r in Hr, Pr, Bs, Bo. simpl app in Bs, Bo. fold all in Bs, Bo.
+  replace ((1 + 0) * (1 + gamma_s e G) ^ length rest - 1) with c in Bs by (unfold c; ring).
+  replace ((1 + 0) * ((1 + gamma_s e G) * (1 + kappa_o e G)) ^ length rest - 1) with d in Bo
+    by (unfold d; ring).
+  split; [exact Bs|].
+  assert (Hc0 : 0 <= c).
+  { unfold c. pose proof (gamma_s_nonneg e G (proj1 He) HG).
+    assert (1 <= (1 + gamma_s e G) ^ length rest) by (apply pow_R1_Rle; lra). lra. }
+  assert (Hd0 : 0 <= d).
+  { unfold d. pose proof (gamma_s_nonneg e G (proj1 He) HG).
+    pose proof (kappa_o_nonneg e G (proj1 He) HG Hg1).
+    assert (1 <= (1 + gamma_s e G) * (1 + kappa_o e G)) by nra.
+    assert (1 <= ((1 + gamma_s e G) * (1 + kappa_o e G)) ^ length rest)
+      by (apply pow_R1_Rle; lra). lra. }
+  set (Sg := sig (mm r) all) in *. set (N := nsum (mm r) all) in *.
+  set (A := asum (mm r) all) in *. set (S := ss r) in *. set (O := oo r) in *.
+  assert (PSg : 0 < Sg).
+  { unfold Sg, all. simpl. pose proof (exp_pos (mm first - mm r)).
+    pose proof (sig_nonneg (mm r) rest Hrest). destruct Hf. nra. }
+  assert (PA : 0 <= A) by (apply asum_nonneg; exact Hin).
+  assert (LS : (1 - c) * Sg <= S) by (apply Rabs_le_inv in Bs; lra).
+  assert (PN : Rabs N <= A) by (apply nsum_le_asum; exact Hin).
+  replace (O - N / Sg) with (((O * S - N) * Sg - N * (S - Sg)) / (S * Sg)) by (field; lra).
+  unfold Rdiv at 1. rewrite Rabs_mult, Rabs_inv, (Rabs_pos_eq (S * Sg)) by nra.
+  assert (Num : Rabs ((O * S - N) * Sg - N * (S - Sg)) <= (d + c) * A * Sg).
+  { unfold Rminus at 1. eapply Rle_trans; [apply Rabs_triang|].
+    rewrite Rabs_Ropp, !Rabs_mult, (Rabs_pos_eq Sg) by lra.
+    assert (Rabs (O * S - N) * Sg <= d * A * Sg) by (apply Rmult_le_compat_r; lra).
+    assert (Rabs N * Rabs (S - Sg) <= A * (c * Sg))
+      by (apply Rmult_le_compat; try apply Rabs_pos; lra).
+    lra. }
+  assert (P1c : 0 < (1 - c) * Sg) by (apply Rmult_lt_0_compat; lra).
+  apply Rle_trans with ((d + c) * A * Sg * / ((1 - c) * Sg * Sg)).
+  - apply Rmult_le_compat; [apply Rabs_pos|left; apply Rinv_0_lt_compat; nra|exact Num|].
+    apply Rinv_le_contravar; [apply Rmult_lt_0_compat; lra|].
+    apply Rmult_le_compat_r; lra.
+  - right. field. lra.
+Qed.
