@@ -696,8 +696,10 @@ Proof.
     set (eps := exp (mm acc - M')). set (W := ss b * exp (mm b - M')).
     set (w1x := ss acc * eps). set (sx := w1x + W).
     assert (Pe : 0 < eps) by apply exp_pos.
-    assert (PW : 0 <= W) by (unfold W; pose proof (exp_pos (mm b - M')); nra).
-    assert (Psx : 0 < sx) by (unfold sx, w1x; nra).
+    assert (PW : 0 <= W)
+      by (unfold W; pose proof (exp_pos (mm b - M')); apply Rmult_le_pos; lra).
+    assert (Pw1 : 0 < w1x) by (unfold w1x; apply Rmult_lt_0_compat; lra).
+    assert (Psx : 0 < sx) by (unfold sx; lra).
     assert (Hk : 0 <= k) by (apply kappa_o_nonneg; lra).
     assert (Hgn : 0 <= g) by (apply gamma_s_nonneg; lra).
     assert (Hg1' : g < 1) by exact Hg1.
@@ -718,10 +720,12 @@ Proof.
     assert (Sig : sig M' (done ++ [b]) = sig (mm acc) done * eps + W).
     { rewrite sig_app, (sig_rescale (mm acc) M' done). simpl. unfold W, eps. ring. }
     pose proof (sig_nonneg (mm acc) done Hdone) as Pd.
-    assert (PS : 0 <= sig M' (done ++ [b])) by (rewrite Sig; nra).
+    assert (PS : 0 <= sig M' (done ++ [b]))
+      by (rewrite Sig; pose proof (Rmult_le_pos _ _ Pd (Rlt_le _ _ Pe)); lra).
     assert (S1 : Rabs (S' - sx) <= g * sx)
       by (eapply Rle_trans; [exact Ss|apply Rmult_le_compat_r; lra]).
-    assert (PS' : 0 < S') by (apply Rabs_le_inv in S1; nra).
+    assert (PS' : 0 < S')
+      by (apply Rabs_le_inv in S1; pose proof (Rmult_lt_0_compat (1 - g) sx ltac:(lra) Psx); lra).
     assert (Herr' : Rabs (S' - sig M' (done ++ [b]))
                     <= ((1 + c) * (1 + g) - 1) * sig M' (done ++ [b])).
     { assert (D1 : Rabs (sx - sig M' (done ++ [b])) <= c * sig M' (done ++ [b])).
@@ -731,7 +735,7 @@ Proof.
         rewrite Rabs_mult, (Rabs_pos_eq eps) by lra.
         assert (Rabs (ss acc - sig (mm acc) done) * eps <= c * sig (mm acc) done * eps)
           by (apply Rmult_le_compat_r; lra).
-        assert (0 <= c * W) by (apply Rmult_le_pos; lra). nra. }
+        assert (0 <= c * W) by (apply Rmult_le_pos; lra). lra. }
       assert (D2 : Rabs (S' - sx) <= g * Rabs sx) by (rewrite (Rabs_pos_eq sx) by lra; exact S1).
       eapply rel_compose; [exact PS|exact Hc|exact Hgn|exact D1|exact D2]. }
     (* the o part, on the unnormalized O * S *)
@@ -745,7 +749,8 @@ Proof.
     pose proof (asum_nonneg (mm acc) done Hdone) as PA.
     pose proof (nsum_le_asum (mm acc) done Hdone) as NA.
     assert (PoB : 0 <= W * Rabs (oo b)) by (apply Rmult_le_pos; [lra|apply Rabs_pos]).
-    assert (PA' : 0 <= asum M' (done ++ [b])) by (rewrite Asum; nra).
+    assert (PA' : 0 <= asum M' (done ++ [b]))
+      by (rewrite Asum; pose proof (Rmult_le_pos _ _ PA (Rlt_le _ _ Pe)); lra).
     set (ox := (w1x * oo acc + W * oo b) / sx) in *.
     assert (Oxs : ox * sx = w1x * oo acc + W * oo b) by (unfold ox; field; lra).
     assert (T1 : Rabs (ox * sx - nsum M' (done ++ [b])) <= d * asum M' (done ++ [b])).
@@ -755,7 +760,7 @@ Proof.
       rewrite Rabs_mult, (Rabs_pos_eq eps) by lra.
       assert (Rabs (oo acc * ss acc - nsum (mm acc) done) * eps <= d * asum (mm acc) done * eps)
         by (apply Rmult_le_compat_r; lra).
-      assert (0 <= d * (W * Rabs (oo b))) by (apply Rmult_le_pos; lra). nra. }
+      assert (0 <= d * (W * Rabs (oo b))) by (apply Rmult_le_pos; lra). lra. }
     assert (T2 : B <= (1 + d) * asum M' (done ++ [b])).
     { rewrite Asum. unfold B, w1x.
       assert (Rabs (oo acc * ss acc) <= (1 + d) * asum (mm acc) done).
@@ -766,8 +771,8 @@ Proof.
       assert (ss acc * eps * Rabs (oo acc) <= (1 + d) * asum (mm acc) done * eps).
       { replace (ss acc * eps * Rabs (oo acc)) with (Rabs (oo acc) * ss acc * eps) by ring.
         apply Rmult_le_compat_r; lra. }
-      assert (W * Rabs (oo b) <= (1 + d) * (W * Rabs (oo b))) by nra.
-      nra. }
+      assert (0 <= d * (W * Rabs (oo b))) by (apply Rmult_le_pos; lra).
+      lra. }
     assert (T3 : Rabs (O' * S' - ox * sx) <= B * (k * (1 + g) + g)).
     { replace (O' * S' - ox * sx) with ((O' - ox) * S' + ox * (S' - sx)) by ring.
       eapply Rle_trans; [apply Rabs_triang|]. rewrite !Rabs_mult, (Rabs_pos_eq S') by lra.
@@ -775,9 +780,10 @@ Proof.
       { unfold ox. unfold Rdiv. rewrite Rabs_mult, Rabs_inv, (Rabs_pos_eq sx) by lra.
         apply Rmult_le_compat_r; [left; apply Rinv_0_lt_compat; lra|].
         unfold B. eapply Rle_trans; [apply Rabs_triang|].
-        rewrite !Rabs_mult, (Rabs_pos_eq w1x), (Rabs_pos_eq W) by (unfold w1x; nra). lra. }
+        rewrite !Rabs_mult, (Rabs_pos_eq w1x), (Rabs_pos_eq W) by lra. lra. }
       assert (PB : 0 <= B).
-      { unfold B, w1x. pose proof (Rabs_pos (oo acc)). assert (0 <= ss acc * eps) by nra. nra. }
+      { unfold B. pose proof (Rmult_le_pos _ _ (Rlt_le _ _ Pw1) (Rabs_pos (oo acc))).
+        pose proof (Rmult_le_pos _ _ PW (Rabs_pos (oo b))). lra. }
       assert (E1b : Rabs (O' - ox) <= k * (B / sx)).
       { eapply Rle_trans; [exact Os|]. apply Rmult_le_compat_r; [|exact Gk].
         unfold Rdiv. apply Rmult_le_pos; [exact PB|left; apply Rinv_0_lt_compat; lra]. }
@@ -796,15 +802,16 @@ Proof.
         with ((O' * S' - ox * sx) + (ox * sx - nsum M' (done ++ [b]))) by ring.
       eapply Rle_trans; [apply Rabs_triang|].
       assert (B * (k * (1 + g) + g) <= (1 + d) * asum M' (done ++ [b]) * (k * (1 + g) + g))
-        by (apply Rmult_le_compat_r; [nra|exact T2]).
+        by (apply Rmult_le_compat_r; [pose proof (Rmult_le_pos k (1 + g) Hk ltac:(lra)); lra|exact T2]).
       replace (((1 + d) * ((1 + g) * (1 + k)) - 1) * asum M' (done ++ [b]))
         with (d * asum M' (done ++ [b]) + (1 + d) * asum M' (done ++ [b]) * (k * (1 + g) + g))
         by ring.
       lra. }
     assert (Hacc' : input_ok acc') by (split; [apply fmtb_max; assumption|change (0 <= S'); lra]).
-    assert (Hc' : 0 <= (1 + c) * (1 + g) - 1) by nra.
+    assert (Hc' : 0 <= (1 + c) * (1 + g) - 1) by (pose proof (Rmult_le_pos c g Hc Hgn); lra).
     assert (Hd' : 0 <= (1 + d) * ((1 + g) * (1 + k)) - 1).
-    { assert (1 <= (1 + g) * (1 + k)) by nra. nra. }
+    { assert (X1 : 1 <= (1 + g) * (1 + k)) by (pose proof (Rmult_le_pos g k Hgn Hk); lra).
+      pose proof (Rmult_le_pos d ((1 + g) * (1 + k)) Hd ltac:(lra)). lra. }
     change (Rabs (ss acc' - sig (mm acc') (done ++ [b])) <= ((1 + c) * (1 + g) - 1) * sig (mm acc') (done ++ [b])) in Herr'.
     destruct (IH acc' (done ++ [b]) ((1 + c) * (1 + g) - 1) ((1 + d) * ((1 + g) * (1 + k)) - 1)
                 He HG Hg1 Hc' Hd' Hacc' PS'
