@@ -26,3 +26,5 @@ Goal True. idtac "THEOREM fold_error". Abort.
 Print Assumptions fold_error.
 Goal True. idtac "THEOREM fold_error_o". Abort.
 Print Assumptions fold_error_o.
+Goal True. idtac "THEOREM merge_step_error_fma". Abort.
+Print Assumptions merge_step_error_fma.

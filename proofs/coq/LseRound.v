@@ -16,7 +16,7 @@
       FLT_plus_error_N_ex).
     - The numerator w1*o1 + w2*o2 is computed as rnd(rnd(w1*o1) + rnd(w2*o2)), which is
       what the header's expression does when not contracted into an fma (the host build
-      uses -ffp-contract=off; see [numerator_fma] for the contracted form). *)
+      uses -ffp-contract=off); [merge_step_error_fma] covers the fma-contracted form. *)
 From Coq Require Import Reals List Lra Lia.
 Import ListNotations.
 From Flocq Require Import Core Relative Plus_error.
@@ -285,6 +285,44 @@ Proof.
   lra.
 Qed.
 
+(** The numerator as an fma contracts it, fma(w1, o1, rnd(w2 * o2)) (nvcc's default
+    --fmad=true may emit this for the header's expression): one rounding fewer on the
+    first term, so the same bound holds. *)
+Lemma numerator_fma : forall w1 w2 w1x w2x o1 o2 a,
+  0 <= w1x -> 0 <= w2x -> 0 <= a ->
+  Rabs (w1 - w1x) <= a * w1x -> Rabs (w2 - w2x) <= a * w2x ->
+  no_underflow (w2 * o2) -> no_underflow (w1 * o1 + rnd (w2 * o2)) ->
+  Rabs (rnd (w1 * o1 + rnd (w2 * o2)) - (w1x * o1 + w2x * o2))
+  <= ((1 + a) * (1 + u) * (1 + u) - 1) * (w1x * Rabs o1 + w2x * Rabs o2).
+Proof.
+  intros w1 w2 w1x w2x o1 o2 a P1 P2 Ha H1 H2 U2 U3.
+  destruct (rnd_rel _ U2) as [d2 [Hd2 R2]]. destruct (rnd_rel _ U3) as [d3 [Hd3 R3]].
+  rewrite R3, R2. pose proof u_pos.
+  assert (K : forall w wx d, 0 <= wx -> Rabs (w - wx) <= a * wx -> Rabs d <= u ->
+            Rabs (w * (1 + d) * (1 + d3) - wx) <= ((1 + a) * (1 + u) * (1 + u) - 1) * wx).
+  { intros w wx d Pw Hw Hd.
+    replace ((1 + a) * (1 + u) * (1 + u) - 1)
+      with ((1 + ((1 + a) * (1 + u) - 1)) * (1 + u) - 1) by ring.
+    apply rel_compose with (x := w * (1 + d)); auto.
+    - assert (0 <= a * u) by (apply Rmult_le_pos; lra). nra.
+    - apply rel_compose with (x := w); auto. apply rel_factor, Hd.
+    - apply rel_factor, Hd3. }
+  assert (Z : Rabs 0 <= u) by (rewrite Rabs_R0; exact u_pos).
+  replace ((w1 * o1 + w2 * o2 * (1 + d2)) * (1 + d3) - (w1x * o1 + w2x * o2))
+    with ((w1 * (1 + 0) * (1 + d3) - w1x) * o1 + (w2 * (1 + d2) * (1 + d3) - w2x) * o2)
+    by ring.
+  eapply Rle_trans; [apply Rabs_triang|]. rewrite !Rabs_mult.
+  pose proof (K w1 w1x 0 P1 H1 Z). pose proof (K w2 w2x d2 P2 H2 Hd2).
+  pose proof (Rabs_pos o1). pose proof (Rabs_pos o2).
+  assert (Rabs (w1 * (1 + 0) * (1 + d3) - w1x) * Rabs o1
+          <= ((1 + a) * (1 + u) * (1 + u) - 1) * w1x * Rabs o1)
+    by (apply Rmult_le_compat_r; lra).
+  assert (Rabs (w2 * (1 + d2) * (1 + d3) - w2x) * Rabs o2
+          <= ((1 + a) * (1 + u) * (1 + u) - 1) * w2x * Rabs o2)
+    by (apply Rmult_le_compat_r; lra).
+  lra.
+Qed.
+
 Lemma division_err : forall n nx s sx A b g d,
   0 < sx -> Rabs nx <= A -> Rabs (n - nx) <= b * A -> Rabs (s - sx) <= g * sx ->
   0 <= b -> 0 <= g < 1 -> Rabs d <= u ->
@@ -367,6 +405,60 @@ Proof.
   assert (P1 : 0 <= w1x) by (unfold w1x; pose proof (exp_pos (m1 - Rmax m1 m2)); nra).
   assert (P2 : 0 <= w2x) by (unfold w2x; pose proof (exp_pos (m2 - Rmax m1 m2)); nra).
   pose proof (numerator_err w1 w2 w1x w2x o1 o2 _ P1 P2 Ha W1 W2 HV1 HV2) as N.
+  fold n in N.
+  destruct (rnd_rel _ HQ) as [d [Hd R]]. unfold o. rewrite R.
+  pose proof u_pos.
+  assert (Hg0 : 0 <= gamma_s e (Rabs (m1 - m2))).
+  { unfold gamma_s. assert (0 <= alpha e (Rabs (m1 - m2)) * u) by (apply Rmult_le_pos; lra). nra. }
+  assert (T : Rabs (w1x * o1 + w2x * o2) <= w1x * Rabs o1 + w2x * Rabs o2).
+  { eapply Rle_trans; [apply Rabs_triang|].
+    rewrite !Rabs_mult, (Rabs_pos_eq w1x), (Rabs_pos_eq w2x) by lra. lra. }
+  assert (Hb : 0 <= beta_n e (Rabs (m1 - m2))).
+  { unfold beta_n. assert (0 <= alpha e (Rabs (m1 - m2)) * u) by (apply Rmult_le_pos; lra).
+    assert (0 <= (1 + alpha e (Rabs (m1 - m2))) * (1 + u) * u) by (apply Rmult_le_pos; nra).
+    nra. }
+  unfold kappa_o, ox.
+  exact (division_err n (w1x * o1 + w2x * o2) s sx (w1x * Rabs o1 + w2x * Rabs o2)
+           (beta_n e (Rabs (m1 - m2))) (gamma_s e (Rabs (m1 - m2))) d
+           Psx T N S Hb (conj Hg0 Hg) Hd).
+Qed.
+
+(** merge_step_error_fma: the same bounds when the numerator is contracted into
+    fma(w1, o1, rnd(w2 * o2)) (the hypotheses name the fma's exact result instead of the
+    product w1 * o1). By symmetry of the bound the other contraction,
+    fma(w2, o2, rnd(w1 * o1)), is this theorem with the operands swapped. *)
+Theorem merge_step_error_fma :
+  forall m1 s1 o1 m2 s2 o2 E1 E2 e_exp,
+  fmtb m1 -> fmtb m2 -> 0 <= s1 -> 0 <= s2 -> 0 <= e_exp <= 1 ->
+  exp_model e_exp E1 (rnd (m1 - Rmax m1 m2)) ->
+  exp_model e_exp E2 (rnd (m2 - Rmax m1 m2)) ->
+  no_underflow (s1 * E1) -> no_underflow (s2 * E2) ->
+  let w1 := rnd (s1 * E1) in
+  let w2 := rnd (s2 * E2) in
+  let s := rnd (w1 + w2) in
+  let n := rnd (w1 * o1 + rnd (w2 * o2)) in
+  no_underflow (w2 * o2) -> no_underflow (w1 * o1 + rnd (w2 * o2)) -> no_underflow (n / s) ->
+  let o := rnd (n / s) in
+  let w1x := s1 * exp (m1 - Rmax m1 m2) in
+  let w2x := s2 * exp (m2 - Rmax m1 m2) in
+  let sx := w1x + w2x in
+  let ox := (w1x * o1 + w2x * o2) / sx in
+  0 < sx -> gamma_s e_exp (Rabs (m1 - m2)) < 1 ->
+  Rabs (s - sx) <= gamma_s e_exp (Rabs (m1 - m2)) * sx /\
+  Rabs (o - ox) <= kappa_o e_exp (Rabs (m1 - m2)) * ((w1x * Rabs o1 + w2x * Rabs o2) / sx).
+Proof.
+  intros m1 s1 o1 m2 s2 o2 E1 E2 e F1 F2 Hs1 Hs2 He HE1 HE2 HU1 HU2 w1 w2 s n
+    HV1 HV2 HQ o w1x w2x sx ox Psx Hg.
+  assert (S : Rabs (s - sx) <= gamma_s e (Rabs (m1 - m2)) * sx)
+    by (apply merge_step_error_s; assumption).
+  split; [exact S|].
+  pose proof (weight_err_gap s1 m1 m2 m1 E1 e F1 F2 (or_introl eq_refl) Hs1 He HE1 HU1) as W1.
+  pose proof (weight_err_gap s2 m1 m2 m2 E2 e F1 F2 (or_intror eq_refl) Hs2 He HE2 HU2) as W2.
+  fold w1 w2 w1x w2x in W1, W2.
+  assert (Ha : 0 <= alpha e (Rabs (m1 - m2))) by (apply alpha_nonneg; [lra|apply Rabs_pos]).
+  assert (P1 : 0 <= w1x) by (unfold w1x; pose proof (exp_pos (m1 - Rmax m1 m2)); nra).
+  assert (P2 : 0 <= w2x) by (unfold w2x; pose proof (exp_pos (m2 - Rmax m1 m2)); nra).
+  pose proof (numerator_fma w1 w2 w1x w2x o1 o2 _ P1 P2 Ha W1 W2 HV1 HV2) as N.
   fold n in N.
   destruct (rnd_rel _ HQ) as [d [Hd R]]. unfold o. rewrite R.
   pose proof u_pos.
