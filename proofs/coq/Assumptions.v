@@ -18,6 +18,8 @@ Goal True. idtac "THEOREM denominator_ge_one". Abort.
 Print Assumptions denominator_ge_one.
 Goal True. idtac "THEOREM shift_invariance". Abort.
 Print Assumptions shift_invariance.
+Goal True. idtac "THEOREM empty_partitions_neutral". Abort.
+Print Assumptions empty_partitions_neutral.
 Goal True. idtac "THEOREM merge_step_error_s". Abort.
 Print Assumptions merge_step_error_s.
 Goal True. idtac "THEOREM merge_step_error". Abort.

@@ -480,3 +480,12 @@ Proof.
     rewrite IHl, IHr. apply merge_shift. }
   split; [exact H|]. rewrite H. destruct (eval t); reflexivity.
 Qed.
+
+(** * Empty partitions *)
+
+(** A partition with no tokens (a sequence shorter than the partition grid) gives the empty
+    state, which changes nothing wherever it sits in the tree. *)
+Theorem empty_partitions_neutral :
+  forall t, of_tokens [] = Empty /\
+            eval (Node (Leaf []) t) = eval t /\ eval (Node t (Leaf [])) = eval t.
+Proof. intros t. split; [reflexivity|]. simpl. apply merge_empty_identity. Qed.
