@@ -30,3 +30,5 @@ Goal True. idtac "THEOREM fold_error_o". Abort.
 Print Assumptions fold_error_o.
 Goal True. idtac "THEOREM merge_step_error_fma". Abort.
 Print Assumptions merge_step_error_fma.
+Goal True. idtac "THEOREM fold_error_tree". Abort.
+Print Assumptions fold_error_tree.

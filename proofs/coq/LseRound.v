@@ -993,3 +993,314 @@ Proof.
     apply Rmult_le_compat_r; lra.
   - right. field. lra.
 Qed.
+
+(** * Any reduction tree over the partitions *)
+
+(** One merge of two computed states, each carrying the errors of its own subtree (c on s,
+    d on the unnormalized o * s) against the exact sums of its partitions La, Lb. *)
+Lemma merge_step_fold :
+  forall fe e G a b La Lb c d,
+  0 <= e <= 1 -> 0 <= G -> gamma_s e G < 1 -> 0 <= c -> 0 <= d ->
+  input_ok a -> input_ok b -> 0 < ss a -> 0 < ss b ->
+  Forall input_ok La -> Forall input_ok Lb ->
+  step_ok_s fe e G a b -> step_ok_o fe a b ->
+  Rabs (ss a - sig (mm a) La) <= c * sig (mm a) La ->
+  Rabs (ss b - sig (mm b) Lb) <= c * sig (mm b) Lb ->
+  Rabs (oo a * ss a - nsum (mm a) La) <= d * asum (mm a) La ->
+  Rabs (oo b * ss b - nsum (mm b) Lb) <= d * asum (mm b) Lb ->
+  let r := fl_merge fe a b in
+  let g := gamma_s e G in
+  let k := kappa_o e G in
+  input_ok r /\ 0 < ss r /\
+  Rabs (ss r - sig (mm r) (La ++ Lb)) <= ((1 + c) * (1 + g) - 1) * sig (mm r) (La ++ Lb) /\
+  Rabs (oo r * ss r - nsum (mm r) (La ++ Lb))
+    <= ((1 + d) * ((1 + g) * (1 + k)) - 1) * asum (mm r) (La ++ Lb).
+Proof.
+  intros fe e G a b La Lb c d He HG Hg1 Hc Hd [Fa Ha] [Fb Hb] Pa Pb HLa HLb
+    [Hgap [HE1 [HE2 [HU1 HU2]]]] [HV1 [HV2 HQ]] Sa Sb Oa Ob r g k.
+  set (M' := Rmax (mm a) (mm b)) in *.
+  set (E1 := fe (rnd (mm a - M'))) in *. set (E2 := fe (rnd (mm b - M'))) in *.
+  set (e1 := exp (mm a - M')). set (e2 := exp (mm b - M')).
+  set (w1x := ss a * e1). set (w2x := ss b * e2). set (sx := w1x + w2x).
+  assert (P1 : 0 < e1) by apply exp_pos. assert (P2 : 0 < e2) by apply exp_pos.
+  assert (Pw1 : 0 < w1x) by (unfold w1x; apply Rmult_lt_0_compat; lra).
+  assert (Pw2 : 0 < w2x) by (unfold w2x; apply Rmult_lt_0_compat; lra).
+  assert (Psx : 0 < sx) by (unfold sx; lra).
+  assert (Hk : 0 <= k) by (apply kappa_o_nonneg; lra).
+  assert (Hgn : 0 <= g) by (apply gamma_s_nonneg; lra).
+  assert (Hg1' : g < 1) by exact Hg1.
+  assert (Gg : gamma_s e (Rabs (mm a - mm b)) <= g) by (apply gamma_s_mono; lra).
+  assert (Gk : kappa_o e (Rabs (mm a - mm b)) <= k)
+    by (apply kappa_o_mono; try lra; split; [apply Rabs_pos|exact Hgap]).
+  destruct (merge_step_error (mm a) (ss a) (oo a) (mm b) (ss b) (oo b) E1 E2 e
+              Fa Fb Ha Hb He HE1 HE2 HU1 HU2 HV1 HV2 HQ Psx ltac:(lra)) as [Ss Os].
+  fold M' e1 e2 w1x w2x sx in Ss, Os.
+  set (S' := ss r). set (O' := oo r).
+  assert (ES : S' = rnd (rnd (ss a * E1) + rnd (ss b * E2))) by reflexivity.
+  assert (EO : O' = rnd (rnd (rnd (rnd (ss a * E1) * oo a) + rnd (rnd (ss b * E2) * oo b))
+                        / rnd (rnd (ss a * E1) + rnd (ss b * E2)))) by reflexivity.
+  rewrite <- ES, <- EO in *.
+  assert (Emm : mm r = M') by reflexivity. rewrite Emm.
+  set (sA := sig (mm a) La) in *. set (sB := sig (mm b) Lb) in *.
+  set (nA := nsum (mm a) La) in *. set (nB := nsum (mm b) Lb) in *.
+  set (aA := asum (mm a) La) in *. set (aB := asum (mm b) Lb) in *.
+  assert (Sig : sig M' (La ++ Lb) = sA * e1 + sB * e2).
+  { rewrite sig_app, (sig_rescale (mm a) M' La), (sig_rescale (mm b) M' Lb). reflexivity. }
+  assert (Nsum : nsum M' (La ++ Lb) = nA * e1 + nB * e2).
+  { unfold nsum. rewrite wsum_app, (wsum_rescale oo (mm a) M' La), (wsum_rescale oo (mm b) M' Lb).
+    reflexivity. }
+  assert (Asum : asum M' (La ++ Lb) = aA * e1 + aB * e2).
+  { unfold asum. rewrite wsum_app, (wsum_rescale _ (mm a) M' La), (wsum_rescale _ (mm b) M' Lb).
+    reflexivity. }
+  pose proof (sig_nonneg (mm a) La HLa) as PsA. pose proof (sig_nonneg (mm b) Lb HLb) as PsB.
+  pose proof (asum_nonneg (mm a) La HLa) as PaA. pose proof (asum_nonneg (mm b) Lb HLb) as PaB.
+  pose proof (nsum_le_asum (mm a) La HLa) as NA. pose proof (nsum_le_asum (mm b) Lb HLb) as NB.
+  fold sA nA aA in PsA, PaA, NA. fold sB nB aB in PsB, PaB, NB.
+  pose proof (Rmult_le_pos _ _ PsA (Rlt_le _ _ P1)). pose proof (Rmult_le_pos _ _ PsB (Rlt_le _ _ P2)).
+  pose proof (Rmult_le_pos _ _ PaA (Rlt_le _ _ P1)). pose proof (Rmult_le_pos _ _ PaB (Rlt_le _ _ P2)).
+  assert (S1 : Rabs (S' - sx) <= g * sx)
+    by (eapply Rle_trans; [exact Ss|apply Rmult_le_compat_r; lra]).
+  assert (PS' : 0 < S')
+    by (apply Rabs_le_inv in S1; pose proof (Rmult_lt_0_compat (1 - g) sx ltac:(lra) Psx); lra).
+  (* |e1 X + e2 Y| <= e1 |X| + e2 |Y| *)
+  assert (Comb : forall X Y, Rabs (X * e1 + Y * e2) <= Rabs X * e1 + Rabs Y * e2).
+  { intros X Y. eapply Rle_trans; [apply Rabs_triang|].
+    rewrite !Rabs_mult, (Rabs_pos_eq e1), (Rabs_pos_eq e2) by lra. lra. }
+  assert (Herr' : Rabs (S' - sig M' (La ++ Lb)) <= ((1 + c) * (1 + g) - 1) * sig M' (La ++ Lb)).
+  { assert (D1 : Rabs (sx - sig M' (La ++ Lb)) <= c * sig M' (La ++ Lb)).
+    { rewrite Sig. unfold sx, w1x, w2x.
+      replace (ss a * e1 + ss b * e2 - (sA * e1 + sB * e2))
+        with ((ss a - sA) * e1 + (ss b - sB) * e2) by ring.
+      eapply Rle_trans; [apply Comb|].
+      assert (Rabs (ss a - sA) * e1 <= c * sA * e1) by (apply Rmult_le_compat_r; lra).
+      assert (Rabs (ss b - sB) * e2 <= c * sB * e2) by (apply Rmult_le_compat_r; lra).
+      lra. }
+    assert (D2 : Rabs (S' - sx) <= g * Rabs sx) by (rewrite (Rabs_pos_eq sx) by lra; exact S1).
+    assert (PS : 0 <= sig M' (La ++ Lb)) by (rewrite Sig; lra).
+    eapply rel_compose; [exact PS|exact Hc|exact Hgn|exact D1|exact D2]. }
+  set (B := w1x * Rabs (oo a) + w2x * Rabs (oo b)).
+  set (ox := (w1x * oo a + w2x * oo b) / sx) in *.
+  assert (Oxs : ox * sx = w1x * oo a + w2x * oo b) by (unfold ox; field; lra).
+  assert (T1 : Rabs (ox * sx - nsum M' (La ++ Lb)) <= d * asum M' (La ++ Lb)).
+  { rewrite Oxs, Nsum, Asum. unfold w1x, w2x.
+    replace (ss a * e1 * oo a + ss b * e2 * oo b - (nA * e1 + nB * e2))
+      with ((oo a * ss a - nA) * e1 + (oo b * ss b - nB) * e2) by ring.
+    eapply Rle_trans; [apply Comb|].
+    assert (Rabs (oo a * ss a - nA) * e1 <= d * aA * e1) by (apply Rmult_le_compat_r; lra).
+    assert (Rabs (oo b * ss b - nB) * e2 <= d * aB * e2) by (apply Rmult_le_compat_r; lra).
+    lra. }
+  assert (T2 : B <= (1 + d) * asum M' (La ++ Lb)).
+  { rewrite Asum. unfold B, w1x, w2x.
+    assert (QA : Rabs (oo a) * ss a <= (1 + d) * aA).
+    { rewrite <- (Rabs_pos_eq (ss a)) at 1 by lra. rewrite <- Rabs_mult.
+      replace (oo a * ss a) with ((oo a * ss a - nA) + nA) by ring.
+      eapply Rle_trans; [apply Rabs_triang|]. lra. }
+    assert (QB : Rabs (oo b) * ss b <= (1 + d) * aB).
+    { rewrite <- (Rabs_pos_eq (ss b)) at 1 by lra. rewrite <- Rabs_mult.
+      replace (oo b * ss b) with ((oo b * ss b - nB) + nB) by ring.
+      eapply Rle_trans; [apply Rabs_triang|]. lra. }
+    assert (Rabs (oo a) * ss a * e1 <= (1 + d) * aA * e1) by (apply Rmult_le_compat_r; lra).
+    assert (Rabs (oo b) * ss b * e2 <= (1 + d) * aB * e2) by (apply Rmult_le_compat_r; lra).
+    replace (ss a * e1 * Rabs (oo a) + ss b * e2 * Rabs (oo b))
+      with (Rabs (oo a) * ss a * e1 + Rabs (oo b) * ss b * e2) by ring.
+    lra. }
+  assert (PB : 0 <= B).
+  { unfold B. pose proof (Rmult_le_pos _ _ (Rlt_le _ _ Pw1) (Rabs_pos (oo a))).
+    pose proof (Rmult_le_pos _ _ (Rlt_le _ _ Pw2) (Rabs_pos (oo b))). lra. }
+  assert (T3 : Rabs (O' * S' - ox * sx) <= B * (k * (1 + g) + g)).
+  { replace (O' * S' - ox * sx) with ((O' - ox) * S' + ox * (S' - sx)) by ring.
+    eapply Rle_trans; [apply Rabs_triang|]. rewrite !Rabs_mult, (Rabs_pos_eq S') by lra.
+    assert (Oxb : Rabs ox <= B / sx).
+    { unfold ox. unfold Rdiv. rewrite Rabs_mult, Rabs_inv, (Rabs_pos_eq sx) by lra.
+      apply Rmult_le_compat_r; [left; apply Rinv_0_lt_compat; lra|].
+      unfold B. eapply Rle_trans; [apply Rabs_triang|].
+      rewrite !Rabs_mult, (Rabs_pos_eq w1x), (Rabs_pos_eq w2x) by lra. lra. }
+    assert (E1b : Rabs (O' - ox) <= k * (B / sx)).
+    { eapply Rle_trans; [exact Os|]. apply Rmult_le_compat_r; [|exact Gk].
+      unfold Rdiv. apply Rmult_le_pos; [exact PB|left; apply Rinv_0_lt_compat; lra]. }
+    assert (S'b : S' <= (1 + g) * sx) by (apply Rabs_le_inv in S1; lra).
+    assert (Rabs (O' - ox) * S' <= k * (B / sx) * ((1 + g) * sx)).
+    { apply Rmult_le_compat; try lra; apply Rabs_pos. }
+    assert (Rabs ox * Rabs (S' - sx) <= B / sx * (g * sx)).
+    { apply Rmult_le_compat; try apply Rabs_pos; lra. }
+    replace (k * (B / sx) * ((1 + g) * sx)) with (B * k * (1 + g)) in * by (field; lra).
+    replace (B / sx * (g * sx)) with (B * g) in * by (field; lra).
+    lra. }
+  split; [split; [apply fmtb_max; assumption|change (0 <= S'); lra]|]. split; [exact PS'|]. split; [exact Herr'|].
+  replace (O' * S' - nsum M' (La ++ Lb))
+    with ((O' * S' - ox * sx) + (ox * sx - nsum M' (La ++ Lb))) by ring.
+  eapply Rle_trans; [apply Rabs_triang|].
+  assert (B * (k * (1 + g) + g) <= (1 + d) * asum M' (La ++ Lb) * (k * (1 + g) + g))
+    by (apply Rmult_le_compat_r; [pose proof (Rmult_le_pos k (1 + g) Hk ltac:(lra)); lra|exact T2]).
+  replace (((1 + d) * ((1 + g) * (1 + k)) - 1) * asum M' (La ++ Lb))
+    with (d * asum M' (La ++ Lb) + (1 + d) * asum M' (La ++ Lb) * (k * (1 + g) + g)) by ring.
+  lra.
+Qed.
+
+Lemma normalize_err : forall O S Sg N A c d,
+  0 < Sg -> 0 <= c < 1 -> 0 <= d -> Rabs N <= A ->
+  Rabs (S - Sg) <= c * Sg -> Rabs (O * S - N) <= d * A ->
+  Rabs (O - N / Sg) <= (d + c) / (1 - c) * (A / Sg).
+Proof.
+  intros O S Sg N A c d PSg Hc Hd PN Bs Bo.
+  assert (PA : 0 <= A) by (pose proof (Rabs_pos N); lra).
+  assert (LS : (1 - c) * Sg <= S) by (apply Rabs_le_inv in Bs; lra).
+  assert (P1c : 0 < (1 - c) * Sg) by (apply Rmult_lt_0_compat; lra).
+  replace (O - N / Sg) with (((O * S - N) * Sg - N * (S - Sg)) / (S * Sg)) by (field; lra).
+  unfold Rdiv at 1. rewrite Rabs_mult, Rabs_inv, (Rabs_pos_eq (S * Sg))
+    by (apply Rmult_le_pos; lra).
+  assert (Num : Rabs ((O * S - N) * Sg - N * (S - Sg)) <= (d + c) * A * Sg).
+  { unfold Rminus at 1. eapply Rle_trans; [apply Rabs_triang|].
+    rewrite Rabs_Ropp, !Rabs_mult, (Rabs_pos_eq Sg) by lra.
+    assert (Rabs (O * S - N) * Sg <= d * A * Sg) by (apply Rmult_le_compat_r; lra).
+    assert (Rabs N * Rabs (S - Sg) <= A * (c * Sg))
+      by (apply Rmult_le_compat; try apply Rabs_pos; lra).
+    lra. }
+  apply Rle_trans with ((d + c) * A * Sg * / ((1 - c) * Sg * Sg)).
+  - apply Rmult_le_compat; [apply Rabs_pos|left; apply Rinv_0_lt_compat; apply Rmult_lt_0_compat; lra
+                           |exact Num|].
+    apply Rinv_le_contravar; [apply Rmult_lt_0_compat; lra|].
+    apply Rmult_le_compat_r; lra.
+  - right. field. lra.
+Qed.
+
+(** A reduction tree whose leaves are the partitions' (rounded) states, merged in binary32
+    at every node; [rdepth] is the number of merges on the longest root-to-leaf path. *)
+Inductive rtree : Type := RLeaf (a : st3) | RNode (l r : rtree).
+
+Fixpoint rleaves (t : rtree) : list st3 :=
+  match t with RLeaf a => [a] | RNode l r => rleaves l ++ rleaves r end.
+
+Fixpoint rfl (fe : R -> R) (t : rtree) : st3 :=
+  match t with RLeaf a => a | RNode l r => fl_merge fe (rfl fe l) (rfl fe r) end.
+
+Fixpoint rdepth (t : rtree) : nat :=
+  match t with RLeaf _ => 0 | RNode l r => S (Nat.max (rdepth l) (rdepth r)) end.
+
+Fixpoint rok (fe : R -> R) (e G : R) (t : rtree) : Prop :=
+  match t with
+  | RLeaf _ => True
+  | RNode l r => rok fe e G l /\ rok fe e G r /\
+                 step_ok_s fe e G (rfl fe l) (rfl fe r) /\ step_ok_o fe (rfl fe l) (rfl fe r)
+  end.
+
+Lemma rleaves_nonempty : forall t, rleaves t <> [].
+Proof.
+  induction t as [a|l IHl r IHr]; simpl; [discriminate|].
+  intros H. apply app_eq_nil in H. destruct H as [H _]. exact (IHl H).
+Qed.
+
+Definition leaf_ok (a : st3) : Prop := input_ok a /\ 0 < ss a.
+
+Lemma tree_error_gen :
+  forall fe e G t,
+  0 <= e <= 1 -> 0 <= G -> gamma_s e G < 1 ->
+  Forall leaf_ok (rleaves t) -> rok fe e G t ->
+  let r := rfl fe t in
+  let g := gamma_s e G in
+  let k := kappa_o e G in
+  input_ok r /\ 0 < ss r /\
+  Rabs (ss r - sig (mm r) (rleaves t)) <= ((1 + g) ^ rdepth t - 1) * sig (mm r) (rleaves t) /\
+  Rabs (oo r * ss r - nsum (mm r) (rleaves t))
+    <= (((1 + g) * (1 + k)) ^ rdepth t - 1) * asum (mm r) (rleaves t).
+Proof.
+  intros fe e G t He HG Hg1. induction t as [a|l IHl rt IHr]; intros Hl Hok r g k.
+  - inversion Hl as [|a' l' [Ha Pa] _]. subst. unfold r. cbn [rfl rleaves rdepth].
+    assert (E0 : exp (mm a - mm a) = 1)
+      by (replace (mm a - mm a) with 0 by ring; apply exp_0).
+    assert (Z1 : sig (mm a) [a] = ss a) by (simpl; rewrite E0; ring).
+    assert (Z2 : nsum (mm a) [a] = oo a * ss a) by (unfold nsum; simpl; rewrite E0; ring).
+    rewrite Z1, Z2, !pow_O.
+    replace (ss a - ss a) with 0 by ring. replace (oo a * ss a - oo a * ss a) with 0 by ring.
+    rewrite Rabs_R0.
+    pose proof (asum_nonneg (mm a) [a] (Forall_cons _ Ha (Forall_nil _))).
+    repeat split; try apply Ha; try lra.
+  - simpl in Hl. apply Forall_app in Hl. destruct Hl as [Hl1 Hl2].
+    destruct Hok as [Okl [Okr [Ss So]]].
+    destruct (IHl Hl1 Okl) as [Il [Pl [Sl Ol]]]. destruct (IHr Hl2 Okr) as [Ir [Pr [Sr Or]]].
+    fold g k in Sl, Ol, Sr, Or.
+    assert (Hgn : 0 <= g) by (apply gamma_s_nonneg; lra).
+    assert (Hk : 0 <= k) by (apply kappa_o_nonneg; lra).
+    set (D := Nat.max (rdepth l) (rdepth rt)).
+    assert (G1 : 1 <= 1 + g) by lra.
+    assert (K1 : 1 <= (1 + g) * (1 + k)) by (pose proof (Rmult_le_pos g k Hgn Hk); lra).
+    assert (Mono : forall x n, 1 <= x -> (n <= D)%nat -> x ^ n - 1 <= x ^ D - 1).
+    { intros x n Hx Hn. apply Rplus_le_compat_r. apply Rle_pow; assumption. }
+    assert (Nn : forall x n, 1 <= x -> 0 <= x ^ n - 1).
+    { intros x n Hx. pose proof (pow_R1_Rle x n Hx). lra. }
+    assert (Dl : (rdepth l <= D)%nat) by apply Nat.le_max_l.
+    assert (Dr : (rdepth rt <= D)%nat) by apply Nat.le_max_r.
+    set (c := (1 + g) ^ D - 1). set (d := ((1 + g) * (1 + k)) ^ D - 1).
+    pose proof (sig_nonneg (mm (rfl fe l)) (rleaves l)
+                  (Forall_impl _ (fun a (H : leaf_ok a) => proj1 H) Hl1)) as PsL.
+    pose proof (sig_nonneg (mm (rfl fe rt)) (rleaves rt)
+                  (Forall_impl _ (fun a (H : leaf_ok a) => proj1 H) Hl2)) as PsR.
+    pose proof (asum_nonneg (mm (rfl fe l)) (rleaves l)
+                  (Forall_impl _ (fun a (H : leaf_ok a) => proj1 H) Hl1)) as PaL.
+    pose proof (asum_nonneg (mm (rfl fe rt)) (rleaves rt)
+                  (Forall_impl _ (fun a (H : leaf_ok a) => proj1 H) Hl2)) as PaR.
+    assert (Sl' : Rabs (ss (rfl fe l) - sig (mm (rfl fe l)) (rleaves l))
+                  <= c * sig (mm (rfl fe l)) (rleaves l))
+      by (eapply Rle_trans; [exact Sl|apply Rmult_le_compat_r; [lra|apply Mono; auto]]).
+    assert (Sr' : Rabs (ss (rfl fe rt) - sig (mm (rfl fe rt)) (rleaves rt))
+                  <= c * sig (mm (rfl fe rt)) (rleaves rt))
+      by (eapply Rle_trans; [exact Sr|apply Rmult_le_compat_r; [lra|apply Mono; auto]]).
+    assert (Ol' : Rabs (oo (rfl fe l) * ss (rfl fe l) - nsum (mm (rfl fe l)) (rleaves l))
+                  <= d * asum (mm (rfl fe l)) (rleaves l))
+      by (eapply Rle_trans; [exact Ol|apply Rmult_le_compat_r; [lra|apply Mono; auto]]).
+    assert (Or' : Rabs (oo (rfl fe rt) * ss (rfl fe rt) - nsum (mm (rfl fe rt)) (rleaves rt))
+                  <= d * asum (mm (rfl fe rt)) (rleaves rt))
+      by (eapply Rle_trans; [exact Or|apply Rmult_le_compat_r; [lra|apply Mono; auto]]).
+    destruct (merge_step_fold fe e G (rfl fe l) (rfl fe rt) (rleaves l) (rleaves rt) c d
+                He HG Hg1 (Nn _ _ G1) (Nn _ _ K1) Il Ir Pl Pr
+                (Forall_impl _ (fun a (H : leaf_ok a) => proj1 H) Hl1)
+                (Forall_impl _ (fun a (H : leaf_ok a) => proj1 H) Hl2)
+                Ss So Sl' Sr' Ol' Or') as [H1 [H2 [H3 H4]]].
+    unfold r. simpl rfl. simpl rleaves. simpl rdepth. fold D.
+    split; [exact H1|]. split; [exact H2|]. split.
+    + replace ((1 + g) ^ S D - 1) with ((1 + c) * (1 + g) - 1) by (unfold c; simpl; ring).
+      exact H3.
+    + replace (((1 + g) * (1 + k)) ^ S D - 1) with ((1 + d) * ((1 + g) * (1 + k)) - 1)
+        by (unfold d; simpl; ring).
+      exact H4.
+Qed.
+
+(** fold_error_tree: the reduce as any binary tree over the P partitions (pairwise, left
+    fold, right fold, ...), every node an fp32 merge. With D = rdepth t merges on the
+    longest path, c = (1 + g)^D - 1 and d = ((1 + g)(1 + k))^D - 1 (c < 1): the same bounds
+    as fold_error_o with P - 1 replaced by D (a left fold has D = P - 1, a balanced tree
+    D = ceil(log2 P)). *)
+Theorem fold_error_tree :
+  forall fe e G t,
+  0 <= e <= 1 -> 0 <= G -> gamma_s e G < 1 ->
+  Forall leaf_ok (rleaves t) -> rok fe e G t ->
+  let r := rfl fe t in
+  let all := rleaves t in
+  let c := (1 + gamma_s e G) ^ rdepth t - 1 in
+  let d := ((1 + gamma_s e G) * (1 + kappa_o e G)) ^ rdepth t - 1 in
+  c < 1 ->
+  Rabs (ss r - sig (mm r) all) <= c * sig (mm r) all /\
+  Rabs (oo r - nsum (mm r) all / sig (mm r) all)
+    <= (d + c) / (1 - c) * (asum (mm r) all / sig (mm r) all).
+Proof.
+  intros fe e G t He HG Hg1 Hl Hok r all c d Hc1.
+  destruct (tree_error_gen fe e G t He HG Hg1 Hl Hok) as [_ [_ [Bs Bo]]].
+  fold r all c d in Bs, Bo. split; [exact Bs|].
+  assert (Hin : Forall input_ok all)
+    by (apply (Forall_impl _ (fun a (H : leaf_ok a) => proj1 H) Hl)).
+  assert (Hg0 := gamma_s_nonneg e G (proj1 He) HG).
+  assert (Hk0 := kappa_o_nonneg e G (proj1 He) HG Hg1).
+  assert (Hc0 : 0 <= c) by (unfold c; pose proof (pow_R1_Rle (1 + gamma_s e G) (rdepth t)); lra).
+  assert (Hd0 : 0 <= d).
+  { unfold d. pose proof (Rmult_le_pos _ _ Hg0 Hk0).
+    pose proof (pow_R1_Rle ((1 + gamma_s e G) * (1 + kappa_o e G)) (rdepth t)). lra. }
+  assert (PSg : 0 < sig (mm r) all).
+  { unfold all in *. pose proof (rleaves_nonempty t) as Ne.
+    destruct (rleaves t) as [|a rest]; [congruence|].
+    inversion Hl as [|a' l' [_ Pa] Hrest]. subst. simpl.
+    pose proof (exp_pos (mm a - mm r)) as Pe. pose proof (Rmult_lt_0_compat _ _ Pa Pe).
+    pose proof (sig_nonneg (mm r) rest
+                  (Forall_impl _ (fun a (H : leaf_ok a) => proj1 H) Hrest)). lra. }
+  exact (normalize_err (oo r) (ss r) (sig (mm r) all) (nsum (mm r) all) (asum (mm r) all) c d
+           PSg (conj Hc0 Hc1) Hd0 (nsum_le_asum _ _ Hin) Bs Bo).
+Qed.
