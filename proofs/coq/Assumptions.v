@@ -1,0 +1,34 @@
+(** Prints the axioms each main theorem rests on; proofs/coq/check.sh compares the list
+    with assumptions.expected. Each block starts with a THEOREM line for the parser. *)
+From PagedAttn Require Import LseExact LseRound.
+
+Goal True. idtac "THEOREM merge_empty_identity". Abort.
+Print Assumptions merge_empty_identity.
+Goal True. idtac "THEOREM merge_comm". Abort.
+Print Assumptions merge_comm.
+Goal True. idtac "THEOREM merge_assoc". Abort.
+Print Assumptions merge_assoc.
+Goal True. idtac "THEOREM fold_partitions_softmax". Abort.
+Print Assumptions fold_partitions_softmax.
+Goal True. idtac "THEOREM fold_partitions_softmax_left". Abort.
+Print Assumptions fold_partitions_softmax_left.
+Goal True. idtac "THEOREM v2_eq_v1". Abort.
+Print Assumptions v2_eq_v1.
+Goal True. idtac "THEOREM denominator_ge_one". Abort.
+Print Assumptions denominator_ge_one.
+Goal True. idtac "THEOREM shift_invariance". Abort.
+Print Assumptions shift_invariance.
+Goal True. idtac "THEOREM empty_partitions_neutral". Abort.
+Print Assumptions empty_partitions_neutral.
+Goal True. idtac "THEOREM merge_step_error_s". Abort.
+Print Assumptions merge_step_error_s.
+Goal True. idtac "THEOREM merge_step_error". Abort.
+Print Assumptions merge_step_error.
+Goal True. idtac "THEOREM fold_error". Abort.
+Print Assumptions fold_error.
+Goal True. idtac "THEOREM fold_error_o". Abort.
+Print Assumptions fold_error_o.
+Goal True. idtac "THEOREM merge_step_error_fma". Abort.
+Print Assumptions merge_step_error_fma.
+Goal True. idtac "THEOREM fold_error_tree". Abort.
+Print Assumptions fold_error_tree.
