@@ -52,7 +52,7 @@ TEST(Config, NumericsAblationIsAChoice) {
 }
 
 TEST(Config, BadFlagsNameFlagAndAllowedValues) {
-  EXPECT_NE(usage_message({"--num-head", "3"}).find("unknown flag '--num-head'"),
+  EXPECT_NE(usage_message({"--num-head", "3"}).find("unknown flag '--num-head"),
             std::string::npos);
   const std::string m = usage_message({"--head-size", "100"});
   EXPECT_NE(m.find("--head-size"), std::string::npos);

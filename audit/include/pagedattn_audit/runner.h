@@ -37,8 +37,11 @@ struct CaseResult {
   std::string reason;              // why it did not launch; "" when launched
   std::optional<Metrics> metrics;  // when launched
   std::optional<double> bound;     // absolute error bound: not yet derived (proofs issue)
-  double time_s = 0;               // emulator: the kernel call, wall clock; cuda: cudaEvent time
-  double ref_time_s = 0;           // the reference of this case's inputs (shared)
+  // Non-finite findings (findings.h): the first NaN/inf live input, the first NaN/inf
+  // output; empty when there is none.
+  std::vector<std::string> findings;
+  double time_s = 0;      // emulator: the kernel call, wall clock; cuda: cudaEvent time
+  double ref_time_s = 0;  // the reference of this case's inputs (shared)
   // --backend both, cuda cases: max |gpu out - emulator out| against the first emulator
   // case of the same kernel, partition size and numerics.
   std::optional<double> gpu_vs_emulator_max_abs_diff;
