@@ -261,9 +261,15 @@ void apply_key(Config& c, const std::string& raw_key, const std::string& v, cons
 void apply_config_file(Config& c, const std::string& path) {
   std::ifstream f(path);
   if (!f) throw UsageError("--config " + path + ": cannot be read");
+  std::ostringstream text;
+  text << f.rdbuf();
+  apply_config_json(c, text.str(), path);
+}
+
+void apply_config_json(Config& c, const std::string& text, const std::string& path) {
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(f);
+    j = nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error& e) {
     throw UsageError(path + ": malformed JSON (" + e.what() + ")");
   }

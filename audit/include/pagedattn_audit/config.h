@@ -69,6 +69,8 @@ void apply_key(Config& c, const std::string& key, const std::string& value,
 // values a string, number, boolean or an array of strings/numbers. Throws UsageError naming
 // the file and the key.
 void apply_config_file(Config& c, const std::string& path);
+// The same for the file's text; `origin` names it in messages.
+void apply_config_json(Config& c, const std::string& text, const std::string& origin);
 
 // Parses a command line (after "audit") with CLI11 (pagedattn_audit/command.h's
 // CommandLine): "--flag value" or "--flag=value"; --config is applied first, so flags
