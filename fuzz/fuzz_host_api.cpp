@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "emu/checks.h"
 #include "pagedattn/api.h"
 #include "pagedattn/validate.h"
 
@@ -72,6 +73,7 @@ Tensor make(FuzzedDataProvider& in, std::vector<std::int64_t> like, DType dtype)
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  emu::set_host_threads(1);  // one input, one thread: reproducible and cheap
   FuzzedDataProvider in(data, size);
   const int which = in.ConsumeIntegralInRange(0, 2);  // v1, v2, reduce
   const std::int64_t S = in.ConsumeIntegralInRange(0, 3), H = in.ConsumeIntegralInRange(1, 4);

@@ -270,7 +270,8 @@ void apply_config_json(Config& c, const std::string& text, const std::string& pa
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // parse_error, and out_of_range for a
+                                                  // number beyond double (found by fuzzing)
     throw UsageError(path + ": malformed JSON (" + e.what() + ")");
   }
   if (!j.is_object()) throw UsageError(path + ": must be a JSON object of audit keys");
