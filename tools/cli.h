@@ -1,19 +1,24 @@
-// The pieces of the `pagedattn` command-line program shared between its files: the
-// flag parser, the error kinds that choose the exit code, and the commands.
+// The pieces of the `pagedattn` command-line program shared between its files: the exit
+// codes, the error kinds that choose them, the subcommand registry and the CLI11
+// validators every command uses, so each message names the flag and its allowed values.
 #pragma once
-#include <map>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include <CLI/CLI.hpp>
+
 namespace cli {
 
-// Exit codes: 0 success, 1 runtime failure (bad input data, a refused launch, I/O),
-// 2 usage error (unknown flag, bad flag value, missing argument).
+// Exit codes: 0 success, 1 runtime failure (bad input data, a refused launch, I/O, or a
+// finding under --strict), 2 usage error (unknown flag, bad flag value, missing
+// argument). `audit --fail-on` adds its own (pagedattn_audit/command.h).
 inline constexpr int kExitFailure = 1;
 inline constexpr int kExitUsage = 2;
 
-// A command-line mistake; the message names the flag and the allowed values.
+// A command-line mistake found after parsing (e.g. a flag that does not fit the input);
+// the message names the flag and the allowed values.
 struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
@@ -22,38 +27,31 @@ struct InputError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-struct FlagSpec {
-  std::string name;  // "--profile"
-  bool takes_value = true;
+// A subcommand: `setup` adds its options to `app` and returns what runs once the whole
+// command line parsed. Register from the command's own file:
+//   const bool registered = cli::add_command({"limits", "one-line summary", &setup});
+using Run = std::function<int()>;
+struct Command {
+  const char* name;
+  const char* summary;
+  Run (*setup)(CLI::App& app);
 };
+bool add_command(const Command& command);
+const std::vector<Command>& commands();  // sorted by name
 
-// Parsed command line of one command: flags (as given last) and positional arguments.
-struct Args {
-  std::map<std::string, std::string> flags;
-  std::vector<std::string> positional;
-  bool has(const std::string& flag) const { return flags.count(flag) != 0; }
-  std::string get(const std::string& flag, const std::string& fallback) const;
-};
+// The command line as typed ("pagedattn audit --seq-lens 100"), for reports to record.
+void set_command_line(int argc, char** argv);
+const std::string& command_line();
 
-// Accepts "--flag value" and "--flag=value"; "--help"/"-h" sets flags["--help"].
-// Throws UsageError naming an unknown flag (with the list of known ones) or a missing value.
-Args parse_args(const std::vector<std::string>& argv, const std::vector<FlagSpec>& specs);
-
-// Value parsers: the message names the flag, what it got and what is allowed.
-long long parse_int(const std::string& flag, const std::string& text, long long lo, long long hi,
-                    const std::string& allowed);
-double parse_double(const std::string& flag, const std::string& text, const std::string& allowed);
-std::string parse_choice(const std::string& flag, const std::string& text,
-                         const std::vector<std::string>& choices);
 // "{a, b, c}"
 std::string join_set(const std::vector<std::string>& items);
 
-// Validates a profile name (or path) for `flag`; UsageError lists the known profiles.
-void check_profile(const std::string& flag, const std::string& name);
-
-int cmd_limits(const std::vector<std::string>& argv);
-int cmd_run(const std::vector<std::string>& argv);
-// `audit` reports its own usage errors (exit code 2) and runtime failures (1).
-int cmd_audit(const std::vector<std::string>& argv);
+// Validators whose failure text CLI11 prefixes with the flag: "--kernel: must be one of
+// {v1, v2, both}, got 'v3'".
+CLI::Validator one_of(const std::vector<std::string>& choices);
+CLI::Validator finite_number(bool positive);  // "a finite number" (> 0 when positive)
+CLI::Validator int_in(long long lo, long long hi, const std::string& allowed);
+// A device profile name or profile .json file; the failure lists the known profiles.
+CLI::Validator profile_name();
 
 }  // namespace cli

@@ -1,5 +1,6 @@
-// Flag parsing for every command: strict, so a typo is an error rather than a silently
-// ignored setting, and every message names the flag and what it accepts.
+// The registry of subcommands and the CLI11 validators they share: strict, so a typo is
+// an error rather than a silently ignored setting.
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -8,10 +9,40 @@
 #include "emu/profile.h"
 
 namespace cli {
+namespace {
 
-std::string Args::get(const std::string& flag, const std::string& fallback) const {
-  auto it = flags.find(flag);
-  return it == flags.end() ? fallback : it->second;
+std::string& typed() {
+  static std::string s;
+  return s;
+}
+
+std::vector<Command>& registry() {
+  static std::vector<Command> r;  // filled during static initialization
+  return r;
+}
+
+}  // namespace
+
+bool add_command(const Command& command) {
+  auto& r = registry();
+  r.insert(std::upper_bound(
+               r.begin(), r.end(), command,
+               [](const Command& a, const Command& b) { return std::string(a.name) < b.name; }),
+           command);
+  return true;
+}
+
+const std::vector<Command>& commands() {
+  return registry();
+}
+
+void set_command_line(int argc, char** argv) {
+  typed() = "pagedattn";
+  for (int i = 1; i < argc; ++i) typed() += std::string(" ") + argv[i];
+}
+
+const std::string& command_line() {
+  return typed();
 }
 
 std::string join_set(const std::vector<std::string>& items) {
@@ -20,79 +51,53 @@ std::string join_set(const std::vector<std::string>& items) {
   return s + "}";
 }
 
-Args parse_args(const std::vector<std::string>& argv, const std::vector<FlagSpec>& specs) {
-  Args args;
-  for (std::size_t i = 0; i < argv.size(); ++i) {
-    const std::string& a = argv[i];
-    if (a == "--help" || a == "-h") {
-      args.flags["--help"] = "";
-      continue;
-    }
-    if (a.size() < 2 || a[0] != '-') {
-      args.positional.push_back(a);
-      continue;
-    }
-    const std::size_t eq = a.find('=');
-    const std::string name = a.substr(0, eq);
-    const FlagSpec* spec = nullptr;
-    for (const FlagSpec& s : specs) {
-      if (s.name == name) spec = &s;
-    }
-    if (!spec) {
-      std::vector<std::string> known;
-      for (const FlagSpec& s : specs) known.push_back(s.name);
-      known.push_back("--help");
-      throw UsageError("unknown flag '" + name + "' (allowed: " + join_set(known) + ")");
-    }
-    if (!spec->takes_value) {
-      if (eq != std::string::npos) throw UsageError(name + " takes no value, got '" + a + "'");
-      args.flags[name] = "";
-    } else if (eq != std::string::npos) {
-      args.flags[name] = a.substr(eq + 1);
-    } else {
-      if (i + 1 >= argv.size()) throw UsageError(name + " needs a value");
-      args.flags[name] = argv[++i];
-    }
-  }
-  return args;
+CLI::Validator one_of(const std::vector<std::string>& choices) {
+  return CLI::Validator(
+      [choices](std::string& v) -> std::string {
+        if (std::find(choices.begin(), choices.end(), v) != choices.end()) return "";
+        return "must be one of " + join_set(choices) + ", got '" + v + "'";
+      },
+      "", "one_of");
 }
 
-long long parse_int(const std::string& flag, const std::string& text, long long lo, long long hi,
-                    const std::string& allowed) {
-  errno = 0;
-  char* end = nullptr;
-  const long long v = std::strtoll(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || errno != 0 || v < lo || v > hi) {
-    throw UsageError(flag + " must be " + allowed + ", got '" + text + "'");
-  }
-  return v;
+CLI::Validator finite_number(bool positive) {
+  return CLI::Validator(
+      [positive](std::string& v) -> std::string {
+        errno = 0;
+        char* end = nullptr;
+        const double d = std::strtod(v.c_str(), &end);
+        const bool ok = !v.empty() && *end == '\0' && errno == 0 && std::isfinite(d);
+        if (ok && (!positive || d > 0)) return "";
+        return std::string("must be a finite number") + (positive ? " > 0" : "") + ", got '" + v +
+               "'";
+      },
+      "", "finite_number");
 }
 
-double parse_double(const std::string& flag, const std::string& text, const std::string& allowed) {
-  errno = 0;
-  char* end = nullptr;
-  const double v = std::strtod(text.c_str(), &end);
-  if (text.empty() || *end != '\0' || errno != 0 || !std::isfinite(v)) {
-    throw UsageError(flag + " must be " + allowed + ", got '" + text + "'");
-  }
-  return v;
+CLI::Validator int_in(long long lo, long long hi, const std::string& allowed) {
+  return CLI::Validator(
+      [lo, hi, allowed](std::string& v) -> std::string {
+        errno = 0;
+        char* end = nullptr;
+        const long long n = std::strtoll(v.c_str(), &end, 10);
+        if (!v.empty() && *end == '\0' && errno == 0 && n >= lo && n <= hi) return "";
+        return "must be " + allowed + ", got '" + v + "'";
+      },
+      "", "int_in");
 }
 
-std::string parse_choice(const std::string& flag, const std::string& text,
-                         const std::vector<std::string>& choices) {
-  for (const std::string& c : choices) {
-    if (c == text) return c;
-  }
-  throw UsageError(flag + " must be one of " + join_set(choices) + ", got '" + text + "'");
-}
-
-void check_profile(const std::string& flag, const std::string& name) {
-  try {
-    emu::load_profile(name);
-  } catch (const emu::ProfileError& e) {
-    throw UsageError(flag + " must name a device profile " + join_set(emu::known_profiles()) +
-                     " or a profile .json file, got '" + name + "' (" + e.what() + ")");
-  }
+CLI::Validator profile_name() {
+  return CLI::Validator(
+      [](std::string& v) -> std::string {
+        try {
+          emu::load_profile(v);
+          return "";
+        } catch (const emu::ProfileError& e) {
+          return "must name a device profile " + join_set(emu::known_profiles()) +
+                 " or a profile .json file, got '" + v + "' (" + e.what() + ")";
+        }
+      },
+      "", "profile");
 }
 
 }  // namespace cli

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 #include <iostream>
+#include <memory>
 #include <utility>
 
 #include "cli.h"
@@ -20,9 +21,7 @@ pagedattn::audit::Inputs to_inputs(Replay r, const std::string& kv_cache_dtype) 
   in.head_size = r.head_size;
   in.block_size = r.block_size;
   in.dtype = r.scalar;
-  if (!pagedattn::parse_kv_cache_dtype(kv_cache_dtype, &in.cache)) {
-    throw UsageError("--kv-cache-dtype: unknown '" + kv_cache_dtype + "'");
-  }
+  pagedattn::parse_kv_cache_dtype(kv_cache_dtype, &in.cache);  // checked by the parser
   in.num_blocks = r.num_blocks;
   in.max_blocks_per_seq = r.max_blocks_per_seq;
   in.max_seq_len = r.max_seq_len;
@@ -42,14 +41,22 @@ pagedattn::audit::Inputs to_inputs(Replay r, const std::string& kv_cache_dtype) 
   return in;
 }
 
-}  // namespace
-
-int cmd_audit(const std::vector<std::string>& argv) {
-  return pagedattn::audit::run_command(
-      argv, std::cout, std::cerr,
-      [](const std::string& dir, bool bf16, const std::string& kv_cache_dtype) {
-        return to_inputs(load_replay(dir, bf16, kv_cache_dtype), kv_cache_dtype);
-      });
+Run setup(CLI::App& app) {
+  auto line = std::make_shared<pagedattn::audit::CommandLine>(app);
+  return [line] {
+    return pagedattn::audit::execute(
+        line->config(), command_line(), std::cout, std::cerr,
+        [](const std::string& dir, bool bf16, const std::string& kv_cache_dtype) {
+          return to_inputs(load_replay(dir, bf16, kv_cache_dtype), kv_cache_dtype);
+        });
+  };
 }
 
+const bool registered =
+    add_command({"audit",
+                 "precision audit: V1 and V2 against the exact reference over a grid of cases or "
+                 "a replay folder; table, JSON and CSV reports",
+                 &setup});
+
+}  // namespace
 }  // namespace cli

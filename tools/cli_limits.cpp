@@ -2,6 +2,7 @@
 // functions the launchers use (pagedattn/resources.h), so the printed numbers are the
 // launched numbers.
 #include <iostream>
+#include <memory>
 #include <string>
 
 #include "cli.h"
@@ -12,50 +13,60 @@
 namespace cli {
 namespace {
 
-const char* const kHelp =
-    "usage: pagedattn limits [--profile NAME] [--head-size H] [--block-size B]\n"
-    "\n"
-    "Prints, for the device profile, each kernel's threads per block, grid and dynamic\n"
-    "shared memory, and the longest sequence (max_seq_len) V1 can take.\n"
-    "\n"
-    "  --profile NAME     device profile or profile .json file (default bi-v100)\n"
-    "  --head-size H      one of {32, 64, 80, 96, 112, 120, 128, 192, 256} (default 128)\n"
-    "  --block-size B     one of {8, 16, 32} (default 16)\n"
-    "  --help             this text\n";
-
 std::vector<std::string> to_strings(const int* begin, const int* end) {
   std::vector<std::string> v;
   for (const int* p = begin; p != end; ++p) v.push_back(std::to_string(*p));
   return v;
 }
 
-}  // namespace
+struct Settings {
+  std::string profile = "bi-v100", head_size = "128", block_size = "16", partition_size = "512";
+};
 
-int cmd_limits(const std::vector<std::string>& argv) {
-  const Args args =
-      parse_args(argv, {{"--profile", true}, {"--head-size", true}, {"--block-size", true}});
-  if (args.has("--help")) {
-    std::cout << kHelp;
-    return 0;
+int run_limits(const Settings& s);
+
+Run setup(CLI::App& app) {
+  auto s = std::make_shared<Settings>();
+  app.description(
+      "Prints, for the device profile, each kernel's threads per block, grid and dynamic\n"
+      "shared memory, and the longest sequence (max_seq_len) V1 can take.");
+  app.add_option("--profile", s->profile, "device profile or profile .json file (default bi-v100)")
+      ->option_text("NAME")
+      ->check(profile_name());
+  app.add_option("--head-size", s->head_size, "head size (default 128)")
+      ->option_text("H")
+      ->check(
+          one_of(to_strings(std::begin(pagedattn::kHeadSizes), std::end(pagedattn::kHeadSizes))));
+  app.add_option("--block-size", s->block_size, "tokens per KV-cache block (default 16)")
+      ->option_text("B")
+      ->check(
+          one_of(to_strings(std::begin(pagedattn::kBlockSizes), std::end(pagedattn::kBlockSizes))));
+  app.add_option("--partition-size", s->partition_size,
+                 "V2 tokens per partition: a multiple of block size in [64, 4096] (default 512)")
+      ->option_text("P")
+      ->check(int_in(pagedattn::kMinPartitionSize, pagedattn::kMaxPartitionSize,
+                     "a multiple of block size in [64, 4096]"));
+  return [s] { return run_limits(*s); };
+}
+
+const bool registered =
+    add_command({"limits",
+                 "each kernel's shared memory, threads and grid on a device profile, and the "
+                 "longest sequence V1 fits",
+                 &setup});
+
+int run_limits(const Settings& s) {
+  const int head_size = std::stoi(s.head_size);
+  const int block_size = std::stoi(s.block_size);
+  const int partition = std::stoi(s.partition_size);
+  if (partition % block_size != 0) {
+    throw UsageError("--partition-size must be a multiple of block size " +
+                     std::to_string(block_size) + " in [64, 4096], got " + s.partition_size);
   }
-  if (!args.positional.empty()) {
-    throw UsageError("limits takes no positional arguments, got '" + args.positional[0] + "'");
-  }
-  const auto head_sizes =
-      to_strings(std::begin(pagedattn::kHeadSizes), std::end(pagedattn::kHeadSizes));
-  const auto block_sizes =
-      to_strings(std::begin(pagedattn::kBlockSizes), std::end(pagedattn::kBlockSizes));
-  const int head_size =
-      std::stoi(parse_choice("--head-size", args.get("--head-size", "128"), head_sizes));
-  const int block_size =
-      std::stoi(parse_choice("--block-size", args.get("--block-size", "16"), block_sizes));
-  const std::string profile_name = args.get("--profile", "bi-v100");
-  check_profile("--profile", profile_name);
-  const emu::Profile prof = emu::load_profile(profile_name);
+  const emu::Profile prof = emu::load_profile(s.profile);
   const int ws = prof.warp_size;
   // The launchers opt in above 48 KB, so the per-block ceiling is the opt-in limit.
   const long long smem_limit = prof.shared_memory_per_block_optin;
-  const int partition = 512;
 
   const std::int64_t longest = pagedattn::v1_max_seq_len(ws, head_size, block_size, smem_limit);
   const auto v1 = pagedattn::v1_resources(ws, 1, 1, head_size, block_size, longest);
@@ -92,4 +103,5 @@ int cmd_limits(const std::vector<std::string>& argv) {
   return 0;
 }
 
+}  // namespace
 }  // namespace cli

@@ -1,53 +1,76 @@
-// `pagedattn`: the command-line front of the kernels. Dispatches to a command and
-// turns its errors into exit codes (2 usage, 1 runtime failure).
+// `pagedattn`: the command-line front of the kernels. One CLI11 parser serves every
+// subcommand (each registers itself, see cli.h); errors become exit codes (2 usage,
+// 1 runtime failure).
+#include <algorithm>
 #include <exception>
 #include <iostream>
+#include <map>
 #include <string>
-#include <vector>
 
 #include "cli.h"
-
-namespace {
-
-const char* const kHelp =
-    "usage: pagedattn COMMAND [FLAGS]\n"
-    "\n"
-    "Commands:\n"
-    "  limits   each kernel's shared memory, threads and grid on a device profile,\n"
-    "           and the longest sequence V1 fits\n"
-    "  run      replay a decode step from .npy files (vLLM's argument names) on the emulator\n"
-    "  audit    precision audit: V1 and V2 against the exact reference over a grid of cases\n"
-    "           or a replay folder; table, JSON and CSV reports\n"
-    "\n"
-    "`pagedattn COMMAND --help` describes a command's flags.\n"
-    "Exit codes: 0 success, 1 runtime failure, 2 usage error.\n";
-
-}  // namespace
+#include "pagedattn_audit/command.h"
+#include "pagedattn_audit/config.h"
 
 int main(int argc, char** argv) {
-  std::vector<std::string> args(argv + 1, argv + argc);
-  if (args.empty()) {
-    std::cerr << kHelp;
+  cli::set_command_line(argc, argv);
+  CLI::App app("The command-line front of pagedattn's PagedAttention kernels.", "pagedattn");
+  app.get_formatter()->label("Usage", "usage");
+  app.get_formatter()->column_width(32);
+  app.require_subcommand(1);
+  app.footer(
+      "`pagedattn COMMAND --help` describes a command's flags.\n"
+      "Exit codes: 0 success, 1 runtime failure, 2 usage error (audit --fail-on adds 3-5).");
+  std::map<const CLI::App*, cli::Run> runs;
+  std::vector<std::string> names;
+  for (const cli::Command& c : cli::commands()) {
+    CLI::App* sub = app.add_subcommand(c.name, c.summary);
+    sub->get_formatter()->label("Usage", "usage");
+    runs[sub] = c.setup(*sub);
+    // The list above shows the one-line summary; the command's own prose moves below its
+    // options in `pagedattn COMMAND --help`.
+    const std::string prose = sub->get_description(), footer = sub->get_footer();
+    sub->description(c.summary);
+    sub->footer(prose + (prose.empty() || footer.empty() ? "" : "\n\n") + footer);
+    names.push_back(c.name);
+  }
+
+  const std::string first = argc > 1 ? argv[1] : "";
+  const auto usage = [&](const std::string& where, const std::string& what) {
+    std::cerr << "pagedattn" << where << ": " << what << "\n(see pagedattn" << where
+              << " --help)\n";
+    return cli::kExitUsage;
+  };
+  if (argc < 2) {
+    std::cerr << app.help();
     return cli::kExitUsage;
   }
-  const std::string command = args.front();
-  args.erase(args.begin());
-  if (command == "--help" || command == "-h" || command == "help") {
-    std::cout << kHelp;
+  if (first == "help") {
+    std::cout << app.help();
     return 0;
   }
+  if (first[0] != '-' && runs.end() == std::find_if(runs.begin(), runs.end(), [&](auto& r) {
+                           return r.first->get_name() == first;
+                         })) {
+    return usage("", "unknown command '" + first + "' (allowed: " + cli::join_set(names) + ")");
+  }
+
+  const CLI::App* sub = nullptr;
   try {
-    if (command == "limits") return cli::cmd_limits(args);
-    if (command == "run") return cli::cmd_run(args);
-    if (command == "audit") return cli::cmd_audit(args);
-    throw cli::UsageError("unknown command '" + command + "' (allowed: {limits, run, audit})");
+    app.parse(argc, argv);
+    sub = app.get_subcommands().at(0);
+    return runs.at(sub)();
+  } catch (const CLI::CallForHelp&) {
+    std::cout << app.help();
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    const CLI::App* at = app.get_subcommands().empty() ? &app : app.get_subcommands().at(0);
+    return usage(at == &app ? "" : " " + at->get_name(), pagedattn::audit::usage_message(e, *at));
   } catch (const cli::UsageError& e) {
-    std::cerr << "pagedattn " << (command == "limits" || command == "run" ? command + ": " : "")
-              << e.what() << "\n(see pagedattn "
-              << (command == "limits" || command == "run" ? command + " " : "") << "--help)\n";
-    return cli::kExitUsage;
+    return usage(" " + sub->get_name(), e.what());
+  } catch (const pagedattn::audit::UsageError& e) {
+    return usage(" " + sub->get_name(), e.what());
   } catch (const std::exception& e) {
-    std::cerr << "pagedattn " << command << ": " << e.what() << "\n";
+    std::cerr << "pagedattn " << (sub ? sub->get_name() : "") << ": " << e.what() << "\n";
     return cli::kExitFailure;
   }
 }

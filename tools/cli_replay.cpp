@@ -1,9 +1,12 @@
-// The contract's rules (shared/design/VLLM_CONTRACT.md) checked file by file, so a user
-// replaying a capture learns which file is wrong and why, not just which argument.
+// A replay folder read as the kernels library reads its arguments: this file only turns
+// .npy files into tensor views (which file, which dtype) and derives what vLLM's caller
+// derives (num_kv_heads, block_size, max_seq_len); every contract rule is the library's
+// own (kernels/src/validate.cpp), and its message is given the name of the file at fault.
 #include "cli_replay.h"
 
-#include <cmath>
+#include <algorithm>
 #include <filesystem>
+#include <utility>
 #include <vector>
 
 #include "cli.h"
@@ -11,33 +14,6 @@
 
 namespace cli {
 namespace {
-
-struct File {
-  std::string path;  // shown in every message
-  const npy::Array* a;
-
-  [[noreturn]] void fail(const std::string& rule) const { throw InputError(path + ": " + rule); }
-  void require_descr(const std::vector<std::string>& allowed, const std::string& why) const {
-    for (const std::string& d : allowed) {
-      if (a->descr == d) return;
-    }
-    std::vector<std::string> quoted;
-    for (const std::string& d : allowed) quoted.push_back("'" + d + "'");
-    fail("dtype must be " + join_set(quoted) + " (" + why + "), got '" + a->descr + "'");
-  }
-  void require_ndim(std::size_t n, const std::string& dims) const {
-    if (a->shape.size() != n) {
-      fail("must have " + std::to_string(n) + " dimensions (" + dims + "), got shape " +
-           a->shape_string());
-    }
-  }
-  void require_dim(std::size_t d, std::int64_t want, const std::string& rule) const {
-    if (a->shape[d] != want) {
-      fail("shape " + a->shape_string() + ": dimension " + std::to_string(d) + " must be " +
-           std::to_string(want) + " (" + rule + "), got " + std::to_string(a->shape[d]));
-    }
-  }
-};
 
 npy::Array load_file(const std::filesystem::path& dir, const std::string& name, bool required,
                      bool* found) {
@@ -60,8 +36,51 @@ npy::Array load_file(const std::filesystem::path& dir, const std::string& name, 
   }
 }
 
-std::string scalar_descr_name(const std::string& d) {
-  return d == "<f4" ? "float32" : d == "<f2" ? "float16" : "bfloat16 bits";
+// The file a library message is about: the argument it starts with (after "pagedattn: "),
+// or a quantity derived from that file's shape.
+std::string file_of(const std::string& message) {
+  std::string m = message;
+  if (m.rfind("pagedattn: ", 0) == 0) m = m.substr(11);
+  static const std::pair<const char*, const char*> kPrefixes[] = {
+      {"head_size (query", "query"},    {"num_seqs (query", "query"},
+      {"num_heads (query", "query"},    {"query", "query"},
+      {"key_cache", "key_cache"},       {"value_cache", "value_cache"},
+      {"block_tables", "block_tables"}, {"seq_lens", "seq_lens"},
+      {"alibi_slopes", "alibi_slopes"}, {"block_size", "key_cache"},
+      {"num_kv_heads", "key_cache"},    {"head_size ", "key_cache"},  // "not a multiple of x"
+      {"max_seq_len", "seq_lens"},
+  };
+  for (const auto& [prefix, file] : kPrefixes) {
+    if (m.rfind(prefix, 0) == 0) return file;
+  }
+  return "";
+}
+
+pagedattn::TensorView view_of(npy::Array& a, pagedattn::DType dtype) {
+  pagedattn::TensorView t;
+  t.data = a.data.empty() ? static_cast<void*>(&a) : a.data.data();  // empty: still "defined"
+  t.dtype = dtype;
+  t.ndim = static_cast<int>(a.shape.size());
+  std::int64_t stride = 1;
+  for (int d = t.ndim - 1; d >= 0; --d) {
+    t.shape[d] = a.shape[d];
+    t.strides[d] = stride;
+    stride *= a.shape[d];
+  }
+  return t;
+}
+
+// The element type an array's .npy type string stores, for the library to judge.
+pagedattn::DType dtype_of(const std::string& path, const npy::Array& a, bool bf16) {
+  if (a.descr == "<f4") return pagedattn::DType::f32;
+  if (a.descr == "<f2") return pagedattn::DType::f16;
+  if (a.descr == "<u2" && bf16) return pagedattn::DType::bf16;
+  if (a.descr == "|u1") return pagedattn::DType::u8;
+  if (a.descr == "<i4") return pagedattn::DType::i32;
+  throw InputError(path +
+                   ": dtype must be one of {'<f4', '<f2', '|u1', '<i4'} or '<u2' with "
+                   "--bf16, got '" +
+                   a.descr + "'");
 }
 
 }  // namespace
@@ -80,138 +99,91 @@ Replay load_replay(const std::string& dir_text, bool bf16, const std::string& kv
   r.block_tables = load_file(dir, "block_tables", true, &found);
   r.seq_lens = load_file(dir, "seq_lens", true, &found);
   r.alibi_slopes = load_file(dir, "alibi_slopes", false, &r.has_alibi);
-  const auto path = [&](const char* name) { return (dir / (std::string(name) + ".npy")).string(); };
+  const auto path = [&](const std::string& name) { return (dir / (name + ".npy")).string(); };
 
-  // query [num_seqs, num_heads, head_size], the scalar type of everything but the indices.
-  const File q{path("query"), &r.query};
-  if (bf16) {
-    q.require_descr({"<u2"}, "--bf16 is given: bfloat16 bits stored as uint16");
-  } else {
-    q.require_descr({"<f4", "<f2"}, "float32 or float16; bfloat16 bits as '<u2' need --bf16");
+  // The query's type string decides the scalar type, so it is the one checked here.
+  const std::string qd = r.query.descr;
+  if (bf16 && qd != "<u2") {
+    throw InputError(path("query") +
+                     ": dtype must be '<u2' (--bf16 is given: bfloat16 bits "
+                     "stored as uint16), got '" +
+                     qd + "'");
   }
-  r.scalar = r.query.descr == "<f4"   ? pagedattn::DType::f32
-             : r.query.descr == "<f2" ? pagedattn::DType::f16
-                                      : pagedattn::DType::bf16;
-  r.out_descr = r.query.descr;
-  q.require_ndim(3, "num_seqs, num_heads, head_size");
-  const std::int64_t S = r.query.shape[0], H = r.query.shape[1], D = r.query.shape[2];
-  bool head_ok = false;
-  std::vector<std::string> heads;
-  for (int h : pagedattn::kHeadSizes) {
-    head_ok |= h == D;
-    heads.push_back(std::to_string(h));
+  if (!bf16 && qd != "<f4" && qd != "<f2") {
+    throw InputError(path("query") +
+                     ": dtype must be '<f4' or '<f2' (float32 or float16; "
+                     "bfloat16 bits as '<u2' need --bf16), got '" +
+                     qd + "'");
   }
-  if (!head_ok) {
-    q.fail("head_size (dimension 2) must be one of " + join_set(heads) + ", got " +
-           std::to_string(D));
-  }
-  if (S > pagedattn::kMaxGridYZ) {
-    q.fail("num_seqs (dimension 0) must be <= 65535 (the grid's y limit), got " +
-           std::to_string(S));
-  }
-  if (H < 1 || H > 65535) {
-    q.fail("num_heads (dimension 1) must be in [1, 65535], got " + std::to_string(H));
-  }
+  r.scalar = dtype_of(path("query"), r.query, bf16);
+  r.out_descr = qd;
+  pagedattn::CacheFormat format{};
+  pagedattn::parse_kv_cache_dtype(kv_cache_dtype, &format);
+  r.cache = format == pagedattn::CacheFormat::same       ? r.scalar
+            : format == pagedattn::CacheFormat::fp8_e5m2 ? pagedattn::DType::fp8_e5m2
+                                                         : pagedattn::DType::fp8_e4m3;
 
-  // key_cache [num_blocks, num_kv_heads, head_size/x, block_size, x], x = 16 / element size.
-  const File k{path("key_cache"), &r.key_cache};
-  if (kv_cache_dtype == "auto") {
-    k.require_descr({r.query.descr}, "--kv-cache-dtype auto: the query's dtype, " +
-                                         scalar_descr_name(r.query.descr));
-    r.cache = r.scalar;
-  } else {
-    k.require_descr({"|u1"}, "--kv-cache-dtype " + kv_cache_dtype + ": fp8 bytes as uint8");
-    r.cache =
-        kv_cache_dtype == "fp8_e5m2" ? pagedattn::DType::fp8_e5m2 : pagedattn::DType::fp8_e4m3;
+  // What the caller derives: from query's and key_cache's shapes, so those need their
+  // dimensions before anything else can be said.
+  if (r.query.shape.size() != 3) {
+    throw InputError(path("query") +
+                     ": must have 3 dimensions (num_seqs, num_heads, "
+                     "head_size), got shape " +
+                     r.query.shape_string());
   }
-  const std::int64_t x = 16 / static_cast<std::int64_t>(r.key_cache.itemsize());
-  k.require_ndim(5, "num_blocks, num_kv_heads, head_size/x, block_size, x");
-  k.require_dim(4, x, "x = 16 / element size = " + std::to_string(x));
-  k.require_dim(2, D / x, "head_size/x with head_size " + std::to_string(D) + " from query.npy");
-  const std::int64_t NB = r.key_cache.shape[0], KVH = r.key_cache.shape[1],
-                     B = r.key_cache.shape[3];
-  if (KVH < 1 || H % KVH != 0) {
-    k.fail("num_kv_heads (dimension 1) must be >= 1 and divide num_heads " + std::to_string(H) +
-           " from query.npy, got " + std::to_string(KVH));
+  if (r.key_cache.shape.size() != 5) {
+    throw InputError(path("key_cache") +
+                     ": must have 5 dimensions (num_blocks, num_kv_heads, head_size/x, "
+                     "block_size, x), got shape " +
+                     r.key_cache.shape_string());
   }
-  bool block_ok = false;
-  std::vector<std::string> blocks;
-  for (int b : pagedattn::kBlockSizes) {
-    block_ok |= b == B;
-    blocks.push_back(std::to_string(b));
-  }
-  if (!block_ok) {
-    k.fail("block_size (dimension 3) must be one of " + join_set(blocks) + ", got " +
-           std::to_string(B));
-  }
-
-  // value_cache [num_blocks, num_kv_heads, head_size, block_size], key_cache's dtype.
-  const File v{path("value_cache"), &r.value_cache};
-  v.require_descr({r.key_cache.descr}, "key_cache.npy's dtype");
-  v.require_ndim(4, "num_blocks, num_kv_heads, head_size, block_size");
-  v.require_dim(0, NB, "num_blocks from key_cache.npy");
-  v.require_dim(1, KVH, "num_kv_heads from key_cache.npy");
-  v.require_dim(2, D, "head_size from query.npy");
-  v.require_dim(3, B, "block_size from key_cache.npy");
-
-  const File bt{path("block_tables"), &r.block_tables};
-  bt.require_descr({"<i4"}, "int32 physical block ids");
-  bt.require_ndim(2, "num_seqs, max_blocks_per_seq");
-  bt.require_dim(0, S, "num_seqs from query.npy");
-  const std::int64_t M = r.block_tables.shape[1];
-  if (M > 0x7fffffff / B)
-    bt.fail("max_blocks_per_seq (dimension 1) is too large: " + std::to_string(M));
-
-  const File sl{path("seq_lens"), &r.seq_lens};
-  sl.require_descr({"<i4"}, "int32 token counts");
-  sl.require_ndim(1, "num_seqs");
-  sl.require_dim(0, S, "num_seqs from query.npy");
-
-  // Values: every used block id must exist; entries past a sequence's last block are
-  // never read (vLLM pads them with anything), so they are not checked.
-  const std::int32_t* lens = r.seq_lens.as<std::int32_t>();
-  const std::int32_t* table = r.block_tables.as<std::int32_t>();
-  for (std::int64_t s = 0; s < S; ++s) {
-    const std::string at = "seq_lens[" + std::to_string(s) + "] = " + std::to_string(lens[s]);
-    if (lens[s] < 0) sl.fail(at + " must be >= 0");
-    if (lens[s] > M * B) {
-      sl.fail(at + " must be <= max_blocks_per_seq * block_size = " + std::to_string(M) + " * " +
-              std::to_string(B) + " (block_tables.npy's width times key_cache.npy's block_size)");
+  const std::int64_t num_kv_heads = r.key_cache.shape[1];
+  const std::int64_t block_size = r.key_cache.shape[3];
+  const pagedattn::DType lens_type = dtype_of(path("seq_lens"), r.seq_lens, bf16);
+  if (lens_type == pagedattn::DType::i32) {
+    const std::int32_t* lens = r.seq_lens.as<std::int32_t>();
+    for (std::int64_t s = 0; s < r.seq_lens.numel(); ++s) {
+      r.max_seq_len = std::max<std::int64_t>(r.max_seq_len, lens[s]);
     }
-    const std::int64_t used = (lens[s] + B - 1) / B;
-    for (std::int64_t b = 0; b < used; ++b) {
-      const std::int32_t id = table[s * M + b];
-      if (id < 0 || id >= NB) {
-        bt.fail("block_tables[" + std::to_string(s) + "][" + std::to_string(b) +
-                "] = " + std::to_string(id) + " must be in [0, num_blocks = " + std::to_string(NB) +
-                ") (used by seq_lens[" + std::to_string(s) + "] = " + std::to_string(lens[s]) +
-                ")");
-      }
-    }
-    if (lens[s] > r.max_seq_len) r.max_seq_len = lens[s];
   }
 
+  // The library's rules, V1's (V2's extra ones are about its outputs and partitions).
+  const pagedattn::TensorView query_view = view_of(r.query, r.scalar);
+  const pagedattn::TensorView key_view =
+      view_of(r.key_cache, dtype_of(path("key_cache"), r.key_cache, bf16));
+  const pagedattn::TensorView value_view =
+      view_of(r.value_cache, dtype_of(path("value_cache"), r.value_cache, bf16));
+  const pagedattn::TensorView tables_view =
+      view_of(r.block_tables, dtype_of(path("block_tables"), r.block_tables, bf16));
+  const pagedattn::TensorView lens_view = view_of(r.seq_lens, lens_type);
+  pagedattn::TensorView alibi_view;
   if (r.has_alibi) {
-    const File al{path("alibi_slopes"), &r.alibi_slopes};
-    al.require_descr({"<f4"}, "float32, one slope per head");
-    al.require_ndim(1, "num_heads");
-    al.require_dim(0, H, "num_heads from query.npy");
-    const float* slopes = r.alibi_slopes.as<float>();
-    for (std::int64_t h = 0; h < H; ++h) {
-      if (!std::isfinite(slopes[h])) {
-        al.fail("alibi_slopes[" + std::to_string(h) + "] = " + std::to_string(slopes[h]) +
-                " must be finite");
-      }
-    }
+    alibi_view = view_of(r.alibi_slopes, dtype_of(path("alibi_slopes"), r.alibi_slopes, bf16));
   }
-
-  r.num_seqs = static_cast<int>(S);
-  r.num_heads = static_cast<int>(H);
-  r.head_size = static_cast<int>(D);
-  r.num_kv_heads = static_cast<int>(KVH);
-  r.block_size = static_cast<int>(B);
-  r.num_blocks = NB;
-  r.max_blocks_per_seq = static_cast<int>(M);
+  npy::Array out_bytes;
+  out_bytes.descr = qd;
+  out_bytes.shape = r.query.shape;
+  out_bytes.data.assign(1, 0);
+  pagedattn::TensorView out = view_of(out_bytes, r.scalar);
+  out.data = &out_bytes;  // never written: validation reads no tensor data
+  try {
+    const pagedattn::AttentionParams p = pagedattn::validate_attention(
+        pagedattn::Kernel::v1, out, {}, {}, {}, query_view, key_view, value_view, num_kv_heads, 1.0,
+        tables_view, lens_view, block_size, r.max_seq_len, alibi_view, kv_cache_dtype, 1.0, 1.0, 0,
+        0, 0, 64, 0, pagedattn::Options{});
+    pagedattn::validate_indices(p, r.block_tables.as<std::int32_t>(),
+                                r.seq_lens.as<std::int32_t>());
+    r.num_seqs = p.num_seqs;
+    r.num_heads = p.num_heads;
+    r.head_size = p.head_size;
+    r.num_kv_heads = p.num_kv_heads;
+    r.block_size = p.block_size;
+    r.num_blocks = p.num_blocks;
+    r.max_blocks_per_seq = p.max_blocks_per_seq;
+  } catch (const pagedattn::Error& e) {
+    const std::string file = file_of(e.what());
+    throw InputError((file.empty() ? dir_text : path(file)) + ": " + e.what());
+  }
   return r;
 }
 

@@ -6,104 +6,104 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <system_error>
 #include <string>
 
 #include "cli.h"
 #include "cli_replay.h"
 #include "emu/profile.h"
+#include "pagedattn_audit/findings.h"
 #include "pagedattn/api.h"
 #include "pagedattn/resources.h"
 
 namespace cli {
 namespace {
 
-const char* const kHelp =
-    "usage: pagedattn run DIR --out OUTDIR [--kernel v1|v2|both] [--profile NAME] [--scale S]\n"
-    "                     [--kv-cache-dtype auto|fp8_e4m3|fp8_e5m2] [--k-scale X] [--v-scale X]\n"
-    "                     [--partition-size P] [--bf16]\n"
-    "\n"
-    "Reads vLLM's paged_attention arguments from DIR as .npy files: query, key_cache,\n"
-    "value_cache, block_tables, seq_lens and optionally alibi_slopes (float32 '<f4' or\n"
-    "float16 '<f2'; with --bf16, '<u2' arrays hold bfloat16 bits; fp8 caches are uint8\n"
-    "'|u1'; block_tables and seq_lens '<i4'; alibi_slopes '<f4'). num_kv_heads and\n"
-    "block_size come from key_cache's shape, head_size from query's, max_seq_len is\n"
-    "max(seq_lens). Runs the kernels on the emulator and writes to OUTDIR, in the\n"
-    "query's dtype: out_v1.npy and/or out_v2.npy, plus V2's exp_sums.npy and\n"
-    "max_logits.npy (float32) and tmp_out.npy (float32: the library keeps partial\n"
-    "outputs in fp32).\n"
-    "\n"
-    "  --out OUTDIR            output folder (created if missing)\n"
-    "  --kernel K              v1, v2 or both (default both)\n"
-    "  --profile NAME          device profile or profile .json file (default bi-v100)\n"
-    "  --scale S               softmax scale, finite (default head_size^-0.5)\n"
-    "  --kv-cache-dtype T      auto, fp8_e4m3 or fp8_e5m2 (default auto)\n"
-    "  --k-scale X, --v-scale X  fp8 dequantization scales, finite and > 0 (default 1)\n"
-    "  --partition-size P      V2 tokens per partition: a multiple of block_size in\n"
-    "                          [64, 4096] (default 512)\n"
-    "  --bf16                  '<u2' arrays are bfloat16 bits\n"
-    "  --help                  this text\n"
-    "\n"
+const char* const kDescription =
+    "Replays one decode step. Reads vLLM's paged_attention arguments from DIR as .npy\n"
+    "files: query, key_cache, value_cache, block_tables, seq_lens and optionally\n"
+    "alibi_slopes (float32 '<f4' or float16 '<f2'; with --bf16, '<u2' arrays hold\n"
+    "bfloat16 bits; fp8 caches are uint8 '|u1'; block_tables and seq_lens '<i4';\n"
+    "alibi_slopes '<f4'). num_kv_heads and block_size come from key_cache's shape,\n"
+    "head_size from query's, max_seq_len is max(seq_lens). Runs the kernels on the\n"
+    "emulator and writes to OUTDIR, in the query's dtype: out_v1.npy and/or out_v2.npy,\n"
+    "plus V2's exp_sums.npy and max_logits.npy (float32) and tmp_out.npy (float32: the\n"
+    "library keeps partial outputs in fp32).";
+
+const char* const kFooter =
     "Nothing is written when an input breaks the contract (the error names the file and\n"
     "the rule). A launch the device refuses (V1 out of shared memory) is reported on\n"
     "stderr and the exit code is 1; with --kernel both the other kernel's outputs are\n"
-    "still written.\n";
+    "still written. A NaN or inf in a live input (a query element, a key or value slot\n"
+    "inside seq_len, an ALiBi slope) or in an output is reported as a finding naming the\n"
+    "first offending index; the outputs are still written, and --strict makes the exit\n"
+    "code 1.";
 
 struct Settings {
   std::string dir, out_dir, kernel = "both", profile = "bi-v100", kv_cache_dtype = "auto";
-  bool has_scale = false, bf16 = false;
-  double scale = 0, k_scale = 1, v_scale = 1;
-  int partition_size = 512;
+  std::string scale, k_scale = "1", v_scale = "1", partition_size = "512";
+  bool bf16 = false, strict = false;
 };
 
-Settings parse_settings(const std::vector<std::string>& argv, bool* help) {
-  const Args args = parse_args(argv, {{"--out", true},
-                                      {"--kernel", true},
-                                      {"--profile", true},
-                                      {"--scale", true},
-                                      {"--kv-cache-dtype", true},
-                                      {"--k-scale", true},
-                                      {"--v-scale", true},
-                                      {"--partition-size", true},
-                                      {"--bf16", false}});
-  Settings s;
-  *help = args.has("--help");
-  if (*help) return s;
-  if (args.positional.size() != 1) {
-    throw UsageError(args.positional.empty()
-                         ? "DIR (the replay folder) is required"
-                         : "exactly one DIR is allowed, got '" + args.positional[1] + "' too");
-  }
-  s.dir = args.positional[0];
-  if (!args.has("--out")) throw UsageError("--out OUTDIR is required");
-  s.out_dir = args.get("--out", "");
-  if (s.out_dir.empty()) throw UsageError("--out must name a folder, got ''");
-  std::error_code ec;
-  if (std::filesystem::exists(s.out_dir, ec) && !std::filesystem::is_directory(s.out_dir, ec)) {
-    throw UsageError("--out must name a folder, got '" + s.out_dir + "', which is a file");
-  }
-  s.kernel = parse_choice("--kernel", args.get("--kernel", "both"), {"v1", "v2", "both"});
-  s.profile = args.get("--profile", "bi-v100");
-  check_profile("--profile", s.profile);
-  s.kv_cache_dtype = parse_choice("--kv-cache-dtype", args.get("--kv-cache-dtype", "auto"),
-                                  {"auto", "fp8_e4m3", "fp8_e5m2"});
-  if (args.has("--scale")) {
-    s.has_scale = true;
-    s.scale = parse_double("--scale", args.get("--scale", ""), "a finite number");
-  }
-  for (auto [flag, dst] :
-       {std::pair{"--k-scale", &s.k_scale}, std::pair{"--v-scale", &s.v_scale}}) {
-    if (!args.has(flag)) continue;
-    *dst = parse_double(flag, args.get(flag, ""), "a finite number > 0");
-    if (!(*dst > 0))
-      throw UsageError(std::string(flag) + " must be a finite number > 0, got '" +
-                       args.get(flag, "") + "'");
-  }
-  s.partition_size = static_cast<int>(parse_int(
-      "--partition-size", args.get("--partition-size", "512"), pagedattn::kMinPartitionSize,
-      pagedattn::kMaxPartitionSize, "a multiple of block_size in [64, 4096]"));
-  s.bf16 = args.has("--bf16");
-  return s;
+int run(const Settings& s);
+
+Run setup(CLI::App& app) {
+  auto s = std::make_shared<Settings>();
+  app.description(kDescription);
+  app.footer(kFooter);
+  app.add_option("DIR", s->dir, "the replay folder holding the .npy inputs")->required();
+  app.add_option("--out", s->out_dir, "output folder (created if missing)")
+      ->option_text("OUTDIR")
+      ->required()
+      ->check(CLI::Validator(
+          [](std::string& v) -> std::string {
+            std::error_code ec;
+            if (v.empty()) return "must name a folder, got ''";
+            if (std::filesystem::exists(v, ec) && !std::filesystem::is_directory(v, ec)) {
+              return "must name a folder, got '" + v + "', which is a file";
+            }
+            return "";
+          },
+          "", "folder"));
+  app.add_option("--kernel", s->kernel, "v1, v2 or both (default both)")
+      ->option_text("K")
+      ->check(one_of({"v1", "v2", "both"}));
+  app.add_option("--profile", s->profile, "device profile or profile .json file (default bi-v100)")
+      ->option_text("NAME")
+      ->check(profile_name());
+  app.add_option("--scale", s->scale, "softmax scale, finite (default head_size^-0.5)")
+      ->option_text("S")
+      ->check(finite_number(false));
+  app.add_option("--kv-cache-dtype", s->kv_cache_dtype,
+                 "auto, fp8 (= fp8_e4m3, as vLLM), fp8_e4m3 or fp8_e5m2 (default auto)")
+      ->option_text("T")
+      ->check(one_of({"auto", "fp8", "fp8_e4m3", "fp8_e5m2"}));
+  app.add_option("--k-scale", s->k_scale,
+                 "fp8 key dequantization scale, finite and > 0 (default 1)")
+      ->option_text("X")
+      ->check(finite_number(true));
+  app.add_option("--v-scale", s->v_scale,
+                 "fp8 value dequantization scale, finite and > 0 (default 1)")
+      ->option_text("X")
+      ->check(finite_number(true));
+  app.add_option("--partition-size", s->partition_size,
+                 "V2 tokens per partition: a multiple of block_size in [64, 4096] with\n"
+                 "ceil(max_seq_len / P) <= 65535 (the grid's z limit; default 512)")
+      ->option_text("P")
+      ->check(int_in(pagedattn::kMinPartitionSize, pagedattn::kMaxPartitionSize,
+                     "a multiple of block_size in [64, 4096]"));
+  app.add_flag("--bf16", s->bf16, "'<u2' arrays are bfloat16 bits");
+  app.add_flag("--strict", s->strict, "exit 1 when there is a non-finite finding");
+  return [s] {
+    Settings t = *s;
+    if (t.kv_cache_dtype == "fp8") t.kv_cache_dtype = "fp8_e4m3";  // vLLM's meaning of "fp8"
+    return run(t);
+  };
 }
+
+const bool registered = add_command(
+    {"run", "replay a decode step from .npy files (vLLM's argument names) on the emulator",
+     &setup});
 
 // Owns an output tensor's bytes and knows how to write them as .npy.
 struct Output {
@@ -143,14 +143,14 @@ struct Call {
   pagedattn::TensorView query, key_cache, value_cache, block_tables, seq_lens, alibi;
   const Replay* r;
   const Settings* s;
-  double scale;
+  double scale, k_scale, v_scale;
 };
 
 void call_v1(const Call& c, const Output& out, const pagedattn::Options& o) {
   pagedattn::paged_attention_v1(
       out.view, c.query, c.key_cache, c.value_cache, c.r->num_kv_heads, c.scale, c.block_tables,
-      c.seq_lens, c.r->block_size, c.r->max_seq_len, c.alibi, c.s->kv_cache_dtype, c.s->k_scale,
-      c.s->v_scale, 0, 0, 0, 64, 0, pagedattn::Backend::emulator(c.s->profile), o);
+      c.seq_lens, c.r->block_size, c.r->max_seq_len, c.alibi, c.s->kv_cache_dtype, c.k_scale,
+      c.v_scale, 0, 0, 0, 64, 0, pagedattn::Backend::emulator(c.s->profile), o);
 }
 
 void call_v2(const Call& c, const Output& out, const Output& es, const Output& ml,
@@ -158,7 +158,7 @@ void call_v2(const Call& c, const Output& out, const Output& es, const Output& m
   pagedattn::paged_attention_v2(out.view, es.view, ml.view, tmp.view, c.query, c.key_cache,
                                 c.value_cache, c.r->num_kv_heads, c.scale, c.block_tables,
                                 c.seq_lens, c.r->block_size, c.r->max_seq_len, c.alibi,
-                                c.s->kv_cache_dtype, c.s->k_scale, c.s->v_scale, 0, 0, 0, 64, 0,
+                                c.s->kv_cache_dtype, c.k_scale, c.v_scale, 0, 0, 0, 64, 0,
                                 pagedattn::Backend::emulator(c.s->profile), o);
 }
 
@@ -181,27 +181,35 @@ std::string v1_failure(const Replay& r, const std::string& profile, const std::s
   return msg + what;
 }
 
-}  // namespace
-
-int cmd_run(const std::vector<std::string>& argv) {
-  bool help = false;
-  const Settings s = parse_settings(argv, &help);
-  if (help) {
-    std::cout << kHelp;
-    return 0;
-  }
+int run(const Settings& s) {
   Replay r = load_replay(s.dir, s.bf16, s.kv_cache_dtype);
-  if (s.partition_size % r.block_size != 0) {
+  const bool want_v1 = s.kernel != "v2", want_v2 = s.kernel != "v1";
+  const int partition_size = std::stoi(s.partition_size);
+  if (partition_size % r.block_size != 0) {
     throw UsageError("--partition-size must be a multiple of block_size " +
                      std::to_string(r.block_size) + " (from key_cache.npy) in [64, 4096], got " +
-                     std::to_string(s.partition_size));
+                     s.partition_size);
   }
-  const bool want_v1 = s.kernel != "v2", want_v2 = s.kernel != "v1";
+  // V2's grid has one z index per partition; over the limit no launch can run it.
+  const std::int64_t partitions = pagedattn::max_num_partitions(r.max_seq_len, partition_size);
+  if (want_v2 && partitions > pagedattn::kMaxGridYZ) {
+    const std::int64_t fewest = (r.max_seq_len + pagedattn::kMaxGridYZ - 1) / pagedattn::kMaxGridYZ;
+    const std::int64_t need = std::max<std::int64_t>(
+        pagedattn::kMinPartitionSize, (fewest + r.block_size - 1) / r.block_size * r.block_size);
+    throw UsageError("--partition-size " + s.partition_size + " gives ceil(max_seq_len " +
+                     std::to_string(r.max_seq_len) + " / " + s.partition_size +
+                     ") = " + std::to_string(partitions) +
+                     " partitions, over the grid's z limit 65535: use --partition-size >= " +
+                     std::to_string(need) + " (or --kernel v1)");
+  }
 
   Call c;
   c.r = &r;
   c.s = &s;
-  c.scale = s.has_scale ? s.scale : 1.0 / std::sqrt(static_cast<double>(r.head_size));
+  c.scale =
+      !s.scale.empty() ? std::stod(s.scale) : 1.0 / std::sqrt(static_cast<double>(r.head_size));
+  c.k_scale = std::stod(s.k_scale);
+  c.v_scale = std::stod(s.v_scale);
   c.query = view_of(r.query, r.scalar);
   const pagedattn::DType cache_view = s.kv_cache_dtype == "auto" ? r.scalar : pagedattn::DType::u8;
   c.key_cache = view_of(r.key_cache, cache_view);
@@ -211,9 +219,9 @@ int cmd_run(const std::vector<std::string>& argv) {
   if (r.has_alibi) c.alibi = view_of(r.alibi_slopes, pagedattn::DType::f32);
 
   pagedattn::Options opts;
-  opts.partition_size = s.partition_size;
+  opts.partition_size = partition_size;
   const std::int64_t S = r.num_seqs, H = r.num_heads, D = r.head_size;
-  const std::int64_t P = pagedattn::max_num_partitions(r.max_seq_len, s.partition_size);
+  const std::int64_t P = pagedattn::max_num_partitions(r.max_seq_len, partition_size);
   Output out_v1 = make_output("out_v1", r.out_descr, r.scalar, {S, H, D});
   Output out_v2 = make_output("out_v2", r.out_descr, r.scalar, {S, H, D});
   Output exp_sums = make_output("exp_sums", "<f4", pagedattn::DType::f32, {S, H, P});
@@ -232,7 +240,7 @@ int cmd_run(const std::vector<std::string>& argv) {
       const auto p = pagedattn::validate_attention(
           k, o.view, exp_sums.view, max_logits.view, tmp_out.view, c.query, c.key_cache,
           c.value_cache, r.num_kv_heads, c.scale, c.block_tables, c.seq_lens, r.block_size,
-          r.max_seq_len, c.alibi, s.kv_cache_dtype, s.k_scale, s.v_scale, 0, 0, 0, 64, 0, opts);
+          r.max_seq_len, c.alibi, s.kv_cache_dtype, c.k_scale, c.v_scale, 0, 0, 0, 64, 0, opts);
       pagedattn::validate_indices(p, r.block_tables.as<std::int32_t>(),
                                   r.seq_lens.as<std::int32_t>());
     }
@@ -276,7 +284,30 @@ int cmd_run(const std::vector<std::string>& argv) {
   if (v2_ok) {
     for (const Output* o : {&out_v2, &exp_sums, &max_logits, &tmp_out}) write(*o);
   }
-  return (want_v1 && !v1_ok) || (want_v2 && !v2_ok) ? kExitFailure : 0;
+
+  // Findings: a poisoned live input or a non-finite output is named, never passed over.
+  std::vector<std::string> findings;
+  pagedattn::audit::LiveInputs live;
+  live.num_seqs = S, live.num_heads = H, live.num_kv_heads = r.num_kv_heads, live.head_size = D;
+  live.block_size = r.block_size, live.max_blocks_per_seq = r.max_blocks_per_seq;
+  live.scalar = r.scalar, live.cache = r.cache, live.scale = c.scale;
+  live.query = r.query.data.data(), live.key_cache = r.key_cache.data.data();
+  live.value_cache = r.value_cache.data.data();
+  live.block_tables = r.block_tables.as<std::int32_t>();
+  live.seq_lens = r.seq_lens.as<std::int32_t>();
+  live.alibi_slopes = r.has_alibi ? r.alibi_slopes.as<float>() : nullptr;
+  const std::string input = pagedattn::audit::first_nonfinite_input(live);
+  if (!input.empty()) findings.push_back("non-finite live input " + input);
+  for (const Output* o : {&out_v1, &out_v2}) {
+    if (!(o == &out_v1 ? v1_ok : v2_ok)) continue;
+    const std::string f =
+        pagedattn::audit::first_nonfinite_output(o->name, r.scalar, o->array.data.data(), S, H, D);
+    if (!f.empty()) findings.push_back("non-finite output " + f);
+  }
+  for (const std::string& f : findings) std::cerr << "pagedattn run: finding: " << f << "\n";
+  if ((want_v1 && !v1_ok) || (want_v2 && !v2_ok)) return kExitFailure;
+  return s.strict && !findings.empty() ? kExitFailure : 0;
 }
 
+}  // namespace
 }  // namespace cli

@@ -12,6 +12,7 @@
 #include "emu/profile.h"
 #include "pagedattn/api.h"
 #include "pagedattn/validate.h"
+#include "pagedattn_audit/command.h"
 #include "pagedattn_audit/config.h"
 #include "pagedattn_audit/inputs.h"
 
@@ -128,6 +129,10 @@ const std::vector<KeyInfo>& keys() {
       {"seed", "S[,S...]", "input seeds, >= 0 (default 0)"},
       {"alibi", "off|on[,...]", "ALiBi slopes 2^(-8(h+1)/H) (default off)"},
       {"scale", "X", "softmax scale, finite (default head_size^-0.5)"},
+      {"k-scale", "X",
+       "replay with an fp8 cache: key dequantization scale, finite, > 0 (default 1)"},
+      {"v-scale", "X",
+       "replay with an fp8 cache: value dequantization scale, finite, > 0 (default 1)"},
       {"kernel", "v1|v2|both", "kernels to audit (default both)"},
       {"numerics", "ours|vllm|both|ablation",
        "ours = Numerics::exact_fp32, vllm = Numerics::vllm_compatible; ablation = ours, "
@@ -147,6 +152,9 @@ const std::vector<KeyInfo>& keys() {
       {"json", "FILE", "write the cases as JSON (schema: audit/SCHEMA.md)"},
       {"csv", "FILE", "write the cases as CSV, one row per case"},
       {"quiet", nullptr, "do not print the table"},
+      {"fail-on", "G[,G...]",
+       "CI gates, each with its own exit code: error (3), nonfinite (4), over-bound (5; a "
+       "case without a bound is never over)"},
   };
   return k;
 }
@@ -207,6 +215,16 @@ void apply_key(Config& c, const std::string& raw_key, const std::string& v, cons
     }
     c.has_scale = true;
     c.scale = s;
+  } else if (key == "k-scale" || key == "v-scale") {
+    errno = 0;
+    char* end = nullptr;
+    const double s = std::strtod(v.c_str(), &end);
+    if (v.empty() || *end != '\0' || errno != 0 || !std::isfinite(s) || !(s > 0)) {
+      throw UsageError(w + " must be a finite number > 0, got '" + v + "'");
+    }
+    (key == "k-scale" ? c.k_scale : c.v_scale) = s;
+  } else if (key == "fail-on") {
+    c.fail_on = choice_list(w, v, {"error", "nonfinite", "over-bound"});
   } else if (key == "kernel") {
     c.kernel = choice(w, v, {"v1", "v2", "both"});
   } else if (key == "numerics") {
@@ -243,10 +261,17 @@ void apply_key(Config& c, const std::string& raw_key, const std::string& v, cons
 void apply_config_file(Config& c, const std::string& path) {
   std::ifstream f(path);
   if (!f) throw UsageError("--config " + path + ": cannot be read");
+  std::ostringstream text;
+  text << f.rdbuf();
+  apply_config_json(c, text.str(), path);
+}
+
+void apply_config_json(Config& c, const std::string& text, const std::string& path) {
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(f);
-  } catch (const nlohmann::json::parse_error& e) {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {  // parse_error, and out_of_range for a
+                                                  // number beyond double (found by fuzzing)
     throw UsageError(path + ": malformed JSON (" + e.what() + ")");
   }
   if (!j.is_object()) throw UsageError(path + ": must be a JSON object of audit keys");
@@ -288,51 +313,19 @@ void apply_config_file(Config& c, const std::string& path) {
 }
 
 Config parse_command_line(const std::vector<std::string>& argv, bool* help) {
-  Config c;
+  CLI::App app("", "pagedattn audit");
+  const CommandLine line(app);
   *help = false;
-  std::vector<std::pair<std::string, std::string>> flags;
-  for (std::size_t i = 0; i < argv.size(); ++i) {
-    const std::string& a = argv[i];
-    if (a == "--help" || a == "-h") {
-      *help = true;
-      continue;
-    }
-    if (a.size() < 3 || a.compare(0, 2, "--") != 0) {
-      throw UsageError("unexpected argument '" + a +
-                       "' (every setting is a --flag; a replay "
-                       "folder is --replay DIR)");
-    }
-    const std::size_t eq = a.find('=');
-    const std::string name = a.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
-    const KeyInfo* info = nullptr;
-    for (const KeyInfo& k : keys()) {
-      if (name == k.name) info = &k;
-    }
-    if (!info) {
-      std::vector<std::string> names;
-      for (const KeyInfo& k : keys()) names.push_back(std::string("--") + k.name);
-      names.push_back("--help");
-      throw UsageError("unknown flag '--" + name + "' (allowed: " + join(names) + ")");
-    }
-    std::string value;
-    if (!info->value) {
-      if (eq != std::string::npos) throw UsageError("--" + name + " takes no value");
-    } else if (eq != std::string::npos) {
-      value = a.substr(eq + 1);
-    } else {
-      if (i + 1 >= argv.size()) throw UsageError("--" + name + " needs a value " + info->value);
-      value = argv[++i];
-    }
-    flags.emplace_back(name, value);
+  try {
+    std::vector<std::string> reversed(argv.rbegin(), argv.rend());  // CLI11's order
+    app.parse(reversed);
+  } catch (const CLI::CallForHelp&) {
+    *help = true;
+    return Config{};
+  } catch (const CLI::ParseError& e) {
+    throw UsageError(usage_message(e, app));
   }
-  if (*help) return c;
-  for (const auto& [name, value] : flags) {
-    if (name == "config") apply_config_file(c, value);
-  }
-  for (const auto& [name, value] : flags) {
-    if (name != "config") apply_key(c, name, value, "--" + name);
-  }
-  return c;
+  return line.config();
 }
 
 void check_config(const Config& c) {
@@ -351,6 +344,27 @@ void check_config(const Config& c) {
               std::to_string(p) + " with block size " + std::to_string(b));
         }
       }
+    }
+    // V2's grid has one z index per partition: over the limit no case could launch.
+    if (c.kernel != "v1") {
+      for (int p : c.partition_sizes) {
+        for (int len : c.seq_lens) {
+          const long long parts = (static_cast<long long>(len) + p - 1) / p;
+          if (parts > kMaxGridYZ) {
+            throw UsageError("--partition-size " + std::to_string(p) + " with --seq-lens " +
+                             std::to_string(len) + " gives " + std::to_string(parts) +
+                             " partitions, over the grid's z limit 65535: use a partition "
+                             "size >= " +
+                             std::to_string((len + kMaxGridYZ - 1) / kMaxGridYZ) +
+                             " (or --kernel v1)");
+          }
+        }
+      }
+    }
+    if (c.k_scale != 1 || c.v_scale != 1) {
+      throw UsageError(
+          "--k-scale and --v-scale apply to --replay with an fp8 cache; the grid's "
+          "fp8 inputs choose their own scales");
     }
     bool any = false;
     for (int h : c.num_heads) {
@@ -381,39 +395,9 @@ void check_config(const Config& c) {
 }
 
 std::string help_text() {
-  std::ostringstream os;
-  os << "usage: pagedattn audit [FLAGS]\n"
-        "\n"
-        "Runs paged_attention_v1 and _v2 and the exact reference over a grid of cases (or a\n"
-        "replay folder) and reports, per case: max and mean absolute error, max error in\n"
-        "ulps of the output dtype, max relative error, the proven error bound and error/bound,\n"
-        "whether the kernel launched (V1 is refused when its shared memory exceeds the\n"
-        "profile's) and why not, and the time. Lists are comma-separated; the grid is their\n"
-        "cartesian product. Every case runs with our numerics and/or vLLM's (--numerics), and\n"
-        "optionally with __expf wrong by up to K ulps (--exp-ulp), to show the results stay\n"
-        "within bounds for any device whose exp meets its stated accuracy (CUDA's __expf:\n"
-        "2 + floor(1.173|x|) ulps; BI-V100's is unknown).\n"
-        "\n"
-        "Flags (config-file keys are the same names without '--'; '_' may replace '-'):\n";
-  for (const KeyInfo& k : keys()) {
-    std::string head = std::string("  --") + k.name + (k.value ? std::string(" ") + k.value : "");
-    os << head;
-    if (head.size() < 32) {
-      os << std::string(32 - head.size(), ' ');
-    } else {
-      os << "\n" << std::string(32, ' ');
-    }
-    os << k.help << "\n";
-  }
-  os << "  --help                        this text\n"
-        "\n"
-        "Example (the headline case):\n"
-        "  pagedattn audit --profile bi-v100 --num-seqs 1 --num-heads 32 --num-kv-heads 8 \\\n"
-        "      --head-size 128 --seq-lens 100000 --dtype f16 --json audit.json\n"
-        "\n"
-        "Exit codes: 0 done (errors are data, not failures), 1 runtime failure (e.g. an\n"
-        "unreadable replay), 2 usage error. Nothing is written on an error.\n";
-  return os.str();
+  CLI::App app("", "pagedattn audit");
+  const CommandLine line(app);
+  return app.help();
 }
 
 }  // namespace pagedattn::audit

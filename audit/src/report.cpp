@@ -82,6 +82,7 @@ void print_table(std::ostream& os, const std::vector<CaseResult>& cases) {
       os << "    " << r.metrics->nonfinite
          << " non-finite outputs where the exact value is finite\n";
     }
+    for (const std::string& f : r.findings) os << "    finding: " << f << "\n";
   }
 }
 
@@ -129,6 +130,7 @@ std::string to_json(const std::vector<CaseResult>& cases, const std::string& com
     j["exact_nan_mismatch"] = m ? ordered_json(r.metrics->exact_nan_mismatch) : ordered_json();
     j["bound"] = r.bound ? number(*r.bound) : ordered_json();
     j["err_over_bound"] = r.err_over_bound ? number(*r.err_over_bound) : ordered_json();
+    j["findings"] = r.findings;
     j["time_s"] = r.time_s;
     j["ref_time_s"] = r.ref_time_s;
     j["gpu_vs_emulator_max_abs_diff"] =

@@ -1,6 +1,7 @@
 // The runner. The reference of a case's inputs is computed once, on its own thread, while
 // the kernels run on the emulator: on 2 cores the two overlap instead of adding up.
 #include "pagedattn_audit/runner.h"
+#include "pagedattn_audit/findings.h"
 
 #include <algorithm>
 #include <chrono>
@@ -328,16 +329,31 @@ std::vector<CaseResult> run_inputs(const Config& c, const Inputs& in,
 #endif
 
   const BoundInputs magnitudes = bound_magnitudes.get();
+  LiveInputs live;
+  live.num_seqs = S, live.num_heads = H, live.num_kv_heads = KVH, live.head_size = D;
+  live.block_size = B, live.max_blocks_per_seq = in.max_blocks_per_seq;
+  live.scalar = in.dtype;
+  live.cache = in.cache == CacheFormat::same       ? in.dtype
+               : in.cache == CacheFormat::fp8_e4m3 ? DType::fp8_e4m3
+                                                   : DType::fp8_e5m2;
+  live.query = in.query.data(), live.key_cache = in.key_cache.data();
+  live.value_cache = in.value_cache.data(), live.block_tables = in.block_tables.data();
+  live.seq_lens = in.seq_lens.data(), live.scale = in.scale;
+  live.alibi_slopes = in.alibi_slopes.empty() ? nullptr : in.alibi_slopes.data();
+  const std::string input_finding = first_nonfinite_input(live);
   const ref::Output exact = reference.get();
   for (std::size_t i = 0; i < results.size(); ++i) {
     CaseResult& r = results[i];
     r.ref_time_s = ref_time;
+    if (!input_finding.empty()) r.findings.push_back("non-finite live input " + input_finding);
     if (r.launched) {
       const std::vector<double> bounds =
           element_bounds(in, magnitudes, bound_cases[i], exact.value, exact.value_err);
       r.metrics = compute_metrics(in.dtype, outputs[i].data(), exact.value, exact.bits, &bounds);
       r.bound = r.metrics->bound;
       r.err_over_bound = r.metrics->err_over_bound;
+      const std::string f = first_nonfinite_output("out", in.dtype, outputs[i].data(), S, H, D);
+      if (!f.empty()) r.findings.push_back("non-finite output " + f);
     }
     if (progress) progress(r);
   }

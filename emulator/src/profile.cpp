@@ -178,7 +178,7 @@ Profile parse_profile(const std::string& text, const std::string& origin) {
   json j;
   try {
     j = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // also out_of_range: a number beyond double (fuzzing)
     fail(origin, std::string("not valid JSON: ") + e.what());
   }
   if (!j.is_object()) fail(origin, "must be a JSON object");

@@ -10,6 +10,7 @@
 #include <random>
 #include <sstream>
 
+#include "asan_fiber.h"
 #include "internal.h"
 #include "tls.h"
 #include "watchdog.h"
@@ -34,6 +35,7 @@ class StackPool {
     if (!free_.empty()) {
       ctx::stack_context s = free_.back();
       free_.pop_back();
+      last_ = {static_cast<char*>(s.sp) - s.size, s.size};
       return s;
     }
     void* m = mmap(nullptr, size_ + guard(), PROT_READ | PROT_WRITE,
@@ -43,14 +45,18 @@ class StackPool {
     ctx::stack_context s;
     s.size = size_;
     s.sp = static_cast<char*>(m) + guard() + size_;
+    last_ = {static_cast<char*>(s.sp) - s.size, s.size};
     return s;
   }
+  // The stack handed out last, for ASan's fiber annotations (asan_fiber.h).
+  AsanStack last_allocated() const { return last_; }
   void deallocate(ctx::stack_context& s) { free_.push_back(s); }
 
  private:
   static std::size_t guard() { return 4096; }
   std::size_t size_;
   std::vector<ctx::stack_context> free_;
+  AsanStack last_;
 };
 
 struct PoolRef {
@@ -115,6 +121,7 @@ struct BlockRun {
     ThreadCtx ctx;
     ctx::fiber fiber;
     ctx::fiber caller;
+    AsanStack stack, caller_stack;  // for ASan's fiber annotations (asan_fiber.h)
   };
   BlockCtx info;
   std::vector<Slot> slots;
@@ -136,7 +143,14 @@ std::string fmt_dim(uint3 v) {
 void yield_to_scheduler() {
   ThreadCtx& t = this_thread();
   auto& slot = t.block->slots[t.linear];
-  slot.caller = std::move(slot.caller).resume();
+  asan_leave(slot.stack, slot.caller_stack);
+  try {
+    slot.caller = std::move(slot.caller).resume();
+  } catch (...) {  // forced unwind: this fiber is back on its stack to die
+    asan_arrive(slot.stack, &slot.caller_stack);
+    throw;
+  }
+  asan_arrive(slot.stack, &slot.caller_stack);
 }
 
 [[noreturn]] void outside_kernel(const char* what) {
@@ -394,24 +408,29 @@ bool run_block(const BlockCtx& info, const std::function<void()>& body, Order or
     s.ctx.warp = i / info.warp_size;
     s.ctx.block = &run;
     s.fiber = ctx::fiber(std::allocator_arg, PoolRef{&pool}, [&s, &run](ctx::fiber&& caller) {
+      asan_arrive(s.stack, &s.caller_stack);
       s.caller = std::move(caller);
       try {
         (*run.body)();
       } catch (const ctx::detail::forced_unwind&) {
+        asan_leave(s.stack, s.caller_stack, true);
         throw;
       } catch (const std::exception& e) {
         run.launch->report("kernel", run.header() + " thread " + fmt_dim(s.ctx.thread_idx) +
                                          ": exception: " + e.what());
       }
       s.ctx.wait = Wait::done;
+      asan_leave(s.stack, s.caller_stack, true);
       return std::move(s.caller);
     });
+    s.stack = pool.last_allocated();
   }
   std::vector<unsigned> sequence(n);
   for (unsigned i = 0; i < n; ++i) sequence[i] = order == Order::reversed ? n - 1 - i : i;
   std::mt19937_64 rng(seed ^ (0x9e3779b97f4a7c15ull * (info.block_idx.x + 1)) ^
                       (std::uint64_t(info.block_idx.y) << 32) ^ info.block_idx.z);
   Scheduler sched(run);
+  AsanStack host;  // this host thread's own stack, as ASan sees it
   tls_block = &run.info;
   bool ok = true;
   for (;;) {
@@ -421,7 +440,9 @@ bool run_block(const BlockCtx& info, const std::function<void()>& body, Order or
       auto& s = run.slots[i];
       if (s.ctx.wait == Wait::running) {
         tls_thread = &s.ctx;
+        asan_leave(host, s.stack);
         s.fiber = std::move(s.fiber).resume();
+        asan_arrive(host, nullptr);
         g_progress.fetch_add(1, std::memory_order_relaxed);
         tls_thread = nullptr;
       }
@@ -440,7 +461,10 @@ bool run_block(const BlockCtx& info, const std::function<void()>& body, Order or
   // Abandoned fibers unwind their stacks when destroyed (Boost.Context forced unwind).
   for (auto& s : run.slots) {
     tls_thread = &s.ctx;
+    const bool live = static_cast<bool>(s.fiber);  // unfinished: destroying it unwinds it
+    if (live) asan_leave(host, s.stack);
     s.fiber = ctx::fiber();
+    if (live) asan_arrive(host, nullptr);
   }
   tls_thread = nullptr;
   tls_block = nullptr;

@@ -72,6 +72,10 @@ TEST(Profiles, MalformedFilesGetClearErrors) {
   std::string e = error_of("{not json");
   EXPECT_NE(e.find("test.json"), std::string::npos) << e;
   EXPECT_NE(e.find("not valid JSON"), std::string::npos) << e;
+  // fuzz/regressions/profile/number_overflow: a number beyond double threw nlohmann's
+  // out_of_range past the parse_error handler.
+  e = error_of(R"({"name": "x", "warp_size": 6e99999})");
+  EXPECT_NE(e.find("not valid JSON"), std::string::npos) << e;
 
   e = error_of(R"({"name": "x", "warp_size": 48})");
   EXPECT_NE(e.find("warp_size"), std::string::npos) << e;

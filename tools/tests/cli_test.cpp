@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <regex>
 #include <sstream>
 
@@ -367,15 +368,13 @@ TEST(Run, EachValidationRuleNamesTheFileAndWritesNothing) {
          a = with_shape(a, {3});
        },
        "alibi_slopes.npy", "num_heads"},
-      {"alibi nan", [](Replay& r) { r.files["alibi_slopes"].as<float>()[2] = NAN; },
-       "alibi_slopes.npy", "finite"},
       {"alibi dtype",
        [](Replay& r) {
          auto& a = r.files["alibi_slopes"];
          a.descr = "<i4";
        },
        "alibi_slopes.npy", "dtype"},
-      {"fp8 flag, float cache", [](Replay&) {}, "key_cache.npy", "'|u1'",
+      {"fp8 flag, float cache", [](Replay&) {}, "key_cache.npy", "uint8",
        " --kv-cache-dtype fp8_e4m3"},
       {"bf16 flag, float query", [](Replay&) {}, "query.npy", "'<u2'", " --bf16"},
   };
@@ -441,7 +440,13 @@ TEST(Usage, ErrorsNameTheFlagAndExitTwo) {
       {base + " --k-scale -1", {"--k-scale", "> 0"}},
       {base + " --partition-size 100", {"--partition-size", "multiple of block_size"}},
       {base + " --partition-size 8192", {"--partition-size", "4096"}},
-      {base + " --kernel", {"--kernel", "needs a value"}},
+      {base + " --kernel", {"--kernel", "missing"}},
+      {base + " --kv-cache-dtype fp9", {"--kv-cache-dtype", "{auto, fp8, fp8_e4m3, fp8_e5m2}"}},
+      {base + " --v-scale 0", {"--v-scale", "> 0"}},
+      {"run " + (dir / "in").string() + " extra --out " + (dir / "out").string(), {"extra"}},
+      {"limits --partition-size 100", {"--partition-size", "multiple of block size 16"}},
+      {"limits --partition-size 8192", {"--partition-size", "4096"}},
+      {"limits --profile nosuch", {"--profile", "bi-v100"}},
       {"run " + (dir / "in").string(), {"--out"}},
       {"run --out " + (dir / "out").string(), {"DIR"}},
       {"limits --head-size 50", {"--head-size", "{32, 64"}},
@@ -455,11 +460,15 @@ TEST(Usage, ErrorsNameTheFlagAndExitTwo) {
       EXPECT_NE(res.err.find(w), std::string::npos) << args << ": " << res.err;
     EXPECT_TRUE(empty_or_missing(dir / "out")) << args;
   }
-  for (const char* args : {"--help", "run --help", "limits --help"}) {
+  for (const char* args : {"--help", "run --help", "limits --help", "audit --help"}) {
     const Result res = run_cli(args, dir);
     EXPECT_EQ(res.code, 0) << args;
     EXPECT_NE(res.out.find("usage: pagedattn"), std::string::npos) << args;
   }
+  // No command at all: the overview on stderr, a usage error.
+  const Result none = run_cli("", dir);
+  EXPECT_EQ(none.code, 2);
+  EXPECT_NE(none.err.find("limits"), std::string::npos) << none.err;
   fs::remove_all(dir);
 }
 
@@ -481,6 +490,129 @@ TEST(Limits, LongestV1SequenceGrowsFromBiV100ToH200) {
   const Result h200 = run_cli("limits --profile h200 --head-size 64 --block-size 32", dir);
   ASSERT_EQ(h200.code, 0) << h200.err;
   EXPECT_GT(longest_v1(h200.out), longest_v1(bi.out)) << h200.out;
+  fs::remove_all(dir);
+}
+
+// vLLM's "fp8" means E4M3: the alias must give the very bytes of fp8_e4m3 (an alias to
+// e5m2, or a rejected alias, fails here).
+TEST(Run, Fp8IsE4M3) {
+  const fs::path dir = temp_dir();
+  ReplaySpec spec;
+  spec.seq_lens = {40, 17};
+  spec.scalar = "f16";
+  spec.cache = "fp8_e4m3";
+  tools_test::write_replay(tools_test::make_replay(spec), (dir / "in").string());
+  std::map<std::string, std::vector<unsigned char>> out;
+  for (const char* t : {"fp8", "fp8_e4m3", "fp8_e5m2"}) {
+    const fs::path o = dir / t;
+    const Result res = run_cli("run " + (dir / "in").string() + " --out " + o.string() +
+                                   " --kernel v1 --kv-cache-dtype " + t,
+                               dir);
+    ASSERT_EQ(res.code, 0) << t << ": " << res.err;
+    out[t] = npy::load((o / "out_v1.npy").string()).data;
+  }
+  EXPECT_EQ(out["fp8"], out["fp8_e4m3"]);
+  EXPECT_NE(out["fp8"], out["fp8_e5m2"]);
+  fs::remove_all(dir);
+}
+
+// ceil(max_seq_len / partition_size) over the grid's z limit 65535 is a usage error before
+// anything runs (it used to reach the launch). One sequence of 65535 * 64 + 1 tokens, all
+// in block 0: cheap to store, and the library's index rules accept it.
+TEST(Usage, PartitionCountOverGridLimitExitsTwo) {
+  const fs::path dir = temp_dir();
+  ReplaySpec spec;
+  spec.num_heads = 1;
+  spec.num_kv_heads = 1;
+  spec.head_size = 32;
+  spec.alibi = false;
+  spec.seq_lens = {16};
+  Replay r = tools_test::make_replay(spec);
+  const std::int32_t len = 65535 * 64 + 1;
+  std::vector<std::int32_t> table((len + 15) / 16, r.files["block_tables"].as<std::int32_t>()[0]);
+  r.files["block_tables"] = tools_test::make_array(
+      "<i4", {1, static_cast<std::int64_t>(table.size())}, table.data(), table.size() * 4);
+  r.files["seq_lens"] = tools_test::make_array("<i4", {1}, &len, 4);
+  tools_test::write_replay(r, (dir / "in").string());
+  const Result res = run_cli("run " + (dir / "in").string() + " --out " + (dir / "out").string() +
+                                 " --kernel v2 --partition-size 64",
+                             dir);
+  EXPECT_EQ(res.code, 2) << res.err;
+  EXPECT_NE(res.err.find("--partition-size"), std::string::npos) << res.err;
+  EXPECT_NE(res.err.find("65536 partitions"), std::string::npos) << res.err;
+  // The smallest that fits: ceil(len / 65535) = 65 rounded up to a multiple of 16.
+  EXPECT_NE(res.err.find("--partition-size >= 80 "), std::string::npos) << res.err;
+  EXPECT_TRUE(empty_or_missing(dir / "out"));
+  fs::remove_all(dir);
+}
+
+// A NaN in a live input is a finding that names it; the outputs are still written, and
+// --strict turns the finding into exit code 1. A NaN past seq_len is never read: no
+// finding (a scan over every slot of the used blocks would wrongly report it).
+TEST(Run, NonFiniteLiveInputIsAFinding) {
+  const fs::path dir = temp_dir();
+  ReplaySpec spec;
+  spec.seq_lens = {40, 20};  // num_heads 4, num_kv_heads 2, head_size 64, block_size 16
+  spec.alibi = false;
+  const Replay good = tools_test::make_replay(spec);
+  const auto run_with = [&](const Replay& r, const std::string& flags) {
+    fs::remove_all(dir / "in");
+    fs::remove_all(dir / "out");
+    tools_test::write_replay(r, (dir / "in").string());
+    return run_cli("run " + (dir / "in").string() + " --out " + (dir / "out").string() + flags,
+                   dir);
+  };
+  const std::int32_t* table = good.files.at("block_tables").as<std::int32_t>();
+  const std::int64_t width = good.files.at("block_tables").shape[1];
+
+  // key_cache [NB, KVH=2, D/x=16, B=16, x=4]: seq 1, token 3, KV head 1, dim 5.
+  Replay r = good;
+  const std::int64_t b = table[1 * width + 0];
+  r.files["key_cache"].as<float>()[((b * 2 + 1) * 16 + 5 / 4) * 16 * 4 + 3 * 4 + 5 % 4] = NAN;
+  Result res = run_with(r, " --kernel v1");
+  EXPECT_EQ(res.code, 0) << res.err;
+  const std::string where =
+      "key_cache[block " + std::to_string(b) + "][kv head 1][dim 5][slot 3] = nan (seq 1, token 3";
+  EXPECT_NE(res.err.find("finding: non-finite live input " + where), std::string::npos) << res.err;
+  // V1 propagates it (heads 2 and 3 read KV head 1): the first NaN output is [1][2][0].
+  EXPECT_NE(res.err.find("finding: non-finite output out_v1[1][2][0] = nan"), std::string::npos)
+      << res.err;
+  EXPECT_TRUE(fs::exists(dir / "out" / "out_v1.npy"));
+  res = run_with(r, " --kernel v1 --strict");
+  EXPECT_EQ(res.code, 1) << res.err;
+  EXPECT_NE(res.err.find(where), std::string::npos) << res.err;
+  EXPECT_TRUE(fs::exists(dir / "out" / "out_v1.npy"));
+
+  // value_cache [NB, KVH, D, B]: seq 1's second block, slot 9 = token 25 >= seq_len 20.
+  r = good;
+  const std::int64_t tail = table[1 * width + 1];
+  r.files["value_cache"].as<float>()[((tail * 2 + 0) * 64 + 7) * 16 + 9] = NAN;
+  res = run_with(r, " --strict");
+  EXPECT_EQ(res.code, 0) << res.err;
+  EXPECT_EQ(res.err.find("finding"), std::string::npos) << res.err;
+
+  // A query element and an ALiBi slope.
+  r = good;
+  r.files["query"].as<float>()[(1 * 4 + 3) * 64 + 60] = INFINITY;
+  res = run_with(r, " --kernel v1");
+  EXPECT_NE(res.err.find("non-finite live input query[1][3][60] = inf"), std::string::npos)
+      << res.err;
+  spec.alibi = true;
+  r = tools_test::make_replay(spec);
+  r.files["alibi_slopes"].as<float>()[2] = NAN;
+  res = run_with(r, " --kernel v1 --strict");
+  EXPECT_EQ(res.code, 1) << res.err;
+  EXPECT_NE(res.err.find("non-finite live input alibi_slopes[2] = nan"), std::string::npos)
+      << res.err;
+  fs::remove_all(dir);
+}
+
+TEST(Limits, PartitionSizeIsAFlag) {
+  const fs::path dir = temp_dir();
+  const Result res = run_cli("limits --partition-size 1024", dir);
+  ASSERT_EQ(res.code, 0) << res.err;
+  EXPECT_NE(res.out.find("V2 partition_size 1024"), std::string::npos) << res.out;
+  EXPECT_NE(res.out.find("ceil(max_seq_len / 1024)"), std::string::npos) << res.out;
   fs::remove_all(dir);
 }
 

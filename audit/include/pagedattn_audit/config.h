@@ -41,11 +41,14 @@ struct Config {
   std::string backend = "emulator";  // emulator, cuda, both
   int threads = 2;                   // emulator host threads
   bool has_scale = false;
-  double scale = 0;                 // default head_size^-0.5
-  std::string replay_dir;           // non-empty: audit this replay folder instead of a grid
-  bool bf16 = false;                // replay: '<u2' arrays are bfloat16 bits
-  std::string json_path, csv_path;  // reports to write ("" = none)
-  bool quiet = false;               // no table on stdout
+  double scale = 0;                  // default head_size^-0.5
+  double k_scale = 1, v_scale = 1;   // fp8 dequantization scales (replay; the grid's fp8
+                                     // generators choose their own)
+  std::vector<std::string> fail_on;  // CI gates: error, nonfinite, over-bound
+  std::string replay_dir;            // non-empty: audit this replay folder instead of a grid
+  bool bf16 = false;                 // replay: '<u2' arrays are bfloat16 bits
+  std::string json_path, csv_path;   // reports to write ("" = none)
+  bool quiet = false;                // no table on stdout
 };
 
 // One key's name (flag spelling without "--"), whether it takes a value, and its help line.
@@ -66,9 +69,12 @@ void apply_key(Config& c, const std::string& key, const std::string& value,
 // values a string, number, boolean or an array of strings/numbers. Throws UsageError naming
 // the file and the key.
 void apply_config_file(Config& c, const std::string& path);
+// The same for the file's text; `origin` names it in messages.
+void apply_config_json(Config& c, const std::string& text, const std::string& origin);
 
-// Parses a command line (after "audit"): "--flag value" or "--flag=value"; --config is
-// applied first, so flags override the file. Sets *help for --help/-h. Throws UsageError.
+// Parses a command line (after "audit") with CLI11 (pagedattn_audit/command.h's
+// CommandLine): "--flag value" or "--flag=value"; --config is applied first, so flags
+// override the file. Sets *help for --help/-h. Throws UsageError.
 Config parse_command_line(const std::vector<std::string>& argv, bool* help);
 
 // Cross-key rules (V2's partition size a multiple of each block size, heads divisible by

@@ -39,6 +39,9 @@ struct CaseResult {
   // Theorem kernel_error_bound (proofs/error_bound.md), when launched: the largest
   // per-element bound, and max over elements of |out - exact| / that element's bound.
   std::optional<double> bound, err_over_bound;
+  // Non-finite findings (findings.h): the first NaN/inf live input, the first NaN/inf
+  // output; empty when there is none.
+  std::vector<std::string> findings;
   double time_s = 0;      // emulator: the kernel call, wall clock; cuda: cudaEvent time
   double ref_time_s = 0;  // the reference of this case's inputs (shared)
   // --backend both, cuda cases: max |gpu out - emulator out| against the first emulator
