@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <boost/context/fiber.hpp>
+#include <cstdio>
 #include <cstring>
 #include <random>
 #include <sstream>
@@ -133,11 +134,22 @@ std::string fmt_dim(uint3 v) {
   return o.str();
 }
 
+// The only two places a fiber switch happens: into a GPU thread (resume_fiber) and back
+// out of it (yield_to_scheduler).
 void yield_to_scheduler() {
   ThreadCtx& t = this_thread();
   auto& slot = t.block->slots[t.linear];
   slot.caller = std::move(slot.caller).resume();
 }
+
+namespace {
+void resume_fiber(BlockRun::Slot& s, HostProgress& progress) {
+  tls_thread = &s.ctx;
+  s.fiber = std::move(s.fiber).resume();
+  tls_thread = nullptr;
+  count_step(progress);
+}
+}  // namespace
 
 [[noreturn]] void outside_kernel(const char* what) {
   throw std::logic_error(std::string("emu: ") + what +
@@ -171,6 +183,62 @@ std::string lanes(std::uint64_t m) {
     first = false;
     i = j;
   }
+  return o.str();
+}
+
+// Every distinct place threads of the block wait (operation, file:line), with how many
+// threads wait there and their linear indices as ranges; then the exited threads, and the
+// thread that is running (for the watchdog: it never reached a switch point).
+std::string describe_waits(const BlockRun& r, const ThreadCtx* running) {
+  struct Group {
+    std::string what;
+    std::vector<unsigned> threads;
+  };
+  std::vector<Group> groups;
+  std::vector<unsigned> exited;
+  for (const auto& s : r.slots) {
+    const ThreadCtx& t = s.ctx;
+    if (&t == running) continue;
+    if (t.wait == Wait::done) {
+      exited.push_back(t.linear);
+      continue;
+    }
+    std::string what;
+    if (t.wait == Wait::running)
+      what = "runnable (not yet resumed)";
+    else
+      what = std::string(t.wait == Wait::barrier ? "__syncthreads" : op_name(t.op)) + " at " +
+             where(t.site);
+    auto g =
+        std::find_if(groups.begin(), groups.end(), [&](const Group& x) { return x.what == what; });
+    if (g == groups.end()) {
+      groups.push_back({what, {}});
+      g = groups.end() - 1;
+    }
+    g->threads.push_back(t.linear);
+  }
+  auto ranges = [](const std::vector<unsigned>& v) {
+    std::ostringstream o;
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      std::size_t j = i;
+      while (j + 1 < v.size() && v[j + 1] == v[j] + 1) ++j;
+      o << (i ? "," : "") << v[i];
+      if (j > i) o << ".." << v[j];
+      i = j;
+    }
+    return o.str();
+  };
+  std::ostringstream o;
+  if (running)
+    o << "thread " << running->linear << " " << fmt_dim(running->thread_idx)
+      << " is running and has not reached a barrier or collective; ";
+  o << groups.size() << " wait site(s): ";
+  for (std::size_t i = 0; i < groups.size(); ++i)
+    o << (i ? "; " : "") << groups[i].what << ": " << groups[i].threads.size() << " thread(s) "
+      << ranges(groups[i].threads);
+  o << "; " << exited.size() << " thread(s) exited";
+  if (!exited.empty()) o << " (" << ranges(exited) << ")";
+  o << " [threads by linear index x + y*blockDim.x + z*blockDim.x*blockDim.y]";
   return o.str();
 }
 
@@ -270,25 +338,9 @@ class Scheduler {
     return true;
   }
 
-  // Nothing can progress: say where every blocked thread waits.
+  // Nothing can progress: say where every blocked thread waits, grouped by site.
   std::string describe_deadlock() const {
-    std::ostringstream o;
-    o << r_.header() << ": deadlock: ";
-    std::size_t listed = 0;
-    for (const auto& s : r_.slots) {
-      if (s.ctx.wait == Wait::done || s.ctx.wait == Wait::running) continue;
-      if (listed++ == 8) {
-        o << "...";
-        break;
-      }
-      o << "thread " << fmt_dim(s.ctx.thread_idx) << " waits at "
-        << (s.ctx.wait == Wait::barrier ? "__syncthreads" : op_name(s.ctx.op)) << " ("
-        << where(s.ctx.site) << "); ";
-    }
-    std::size_t exited = 0;
-    for (const auto& s : r_.slots) exited += s.ctx.wait == Wait::done;
-    o << exited << " thread(s) exited";
-    return o.str();
+    return r_.header() + ": deadlock: " + describe_waits(r_, nullptr);
   }
 
   void report(const char* check, const std::string& line) { r_.launch->report(check, line); }
@@ -413,6 +465,8 @@ bool run_block(const BlockCtx& info, const std::function<void()>& body, Order or
                       (std::uint64_t(info.block_idx.y) << 32) ^ info.block_idx.z);
   Scheduler sched(run);
   tls_block = &run.info;
+  HostProgress& progress = host_progress();
+  progress.block.store(&run);
   bool ok = true;
   for (;;) {
     if (order == Order::random) std::shuffle(sequence.begin(), sequence.end(), rng);
@@ -420,10 +474,8 @@ bool run_block(const BlockCtx& info, const std::function<void()>& body, Order or
     for (unsigned i : sequence) {
       auto& s = run.slots[i];
       if (s.ctx.wait == Wait::running) {
-        tls_thread = &s.ctx;
-        s.fiber = std::move(s.fiber).resume();
-        g_progress.fetch_add(1, std::memory_order_relaxed);
-        tls_thread = nullptr;
+        progress.fiber.store(&s.ctx, std::memory_order_relaxed);
+        resume_fiber(s, progress);
       }
       all_done = all_done && s.ctx.wait == Wait::done;
     }
@@ -444,7 +496,14 @@ bool run_block(const BlockCtx& info, const std::function<void()>& body, Order or
   }
   tls_thread = nullptr;
   tls_block = nullptr;
+  progress.fiber.store(nullptr);
+  progress.block.store(nullptr);
   return ok;
+}
+
+void describe_stuck_block(const BlockRun& block, const ThreadCtx* running, double idle_s) {
+  std::fprintf(stderr, "synccheck: watchdog: %s: after %.0f s: %s\n", block.header().c_str(),
+               idle_s, describe_waits(block, running).c_str());
 }
 
 }  // namespace emu::detail
