@@ -35,6 +35,8 @@ void rearm_guards();
 std::vector<std::string> take_fault_reports();
 // Installs the SIGSEGV handler that turns guard-page faults into findings.
 void install_fault_handler();
+// Gives the calling host thread an alternate signal stack (once).
+void ensure_signal_stack();
 
 // ---- the running launch -------------------------------------------------------------
 struct LaunchRun {

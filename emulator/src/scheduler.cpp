@@ -438,6 +438,7 @@ bool run_block(const BlockCtx& info, const std::function<void()>& body, Order or
   run.warps = (n + info.warp_size - 1) / info.warp_size;
   run.slots.resize(n);
   StackPool& pool = stack_pool();
+  ensure_signal_stack();
   for (unsigned i = 0; i < n; ++i) {
     auto& s = run.slots[i];
     s.ctx.thread_idx = uint3{i % bx, (i / bx) % by, i / (bx * by)};

@@ -49,6 +49,7 @@ struct ColdTls {
   std::string* last_message = nullptr;  // heap-owned: a string's bytes must not live in TLS
   std::vector<Finding>* last_findings = nullptr;
   HostProgress* progress = nullptr;  // the watchdog's view of this host thread
+  void* signal_stack = nullptr;      // sigaltstack for faults on a fiber's stack
 };
 
 // Constant initialization matters as much as trivial destruction: a dynamically
