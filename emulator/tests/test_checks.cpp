@@ -230,7 +230,7 @@ TEST(Memcheck, SharedMemoryPastTheLaunchSizeIsCaught) {
       stderr_of([&] { e = emu::launch(shared_store_past_end, dim3(1), dim3(2), 1024, out); });
   EXPECT_EQ(e, cudaErrorIllegalAddress) << err;
   EXPECT_TRUE(has_line_starting(err, "memcheck:")) << err;
-  EXPECT_NE(err.find("invalid write of dynamic shared memory 'smem' at byte offset 4096"),
+  EXPECT_NE(err.find("invalid write of dynamic shared memory 'shm,smem' at byte offset 4096"),
             std::string::npos)
       << err;
   EXPECT_NE(err.find("thread (1,0,0)"), std::string::npos) << err;
