@@ -167,10 +167,9 @@ struct ModuleTls {
 };
 }  // namespace
 
-TlsSnapshot poison_module_tls(const void* kernel, unsigned char byte) {
-  TlsSnapshot snap;
+ModuleTlsBlock module_tls(const void* kernel) {
   Dl_info info{};
-  if (!dladdr(kernel, &info) || !info.dli_fbase) return snap;
+  if (!dladdr(kernel, &info) || !info.dli_fbase) return {};
   ModuleTls m{info.dli_fbase};
   dl_iterate_phdr(
       [](dl_phdr_info* i, std::size_t, void* arg) -> int {
@@ -192,6 +191,12 @@ TlsSnapshot poison_module_tls(const void* kernel, unsigned char byte) {
         return 0;
       },
       &m);
+  return {m.data, m.size};
+}
+
+TlsSnapshot poison_module_tls(const void* kernel, unsigned char byte) {
+  TlsSnapshot snap;
+  const ModuleTlsBlock m = module_tls(kernel);
   if (!m.data) return snap;
   snap.base = m.data;
   snap.saved.assign(m.data, m.data + m.size);

@@ -23,6 +23,11 @@ struct Module {
   };
   std::vector<Func> funcs;                        // sorted by begin
   std::map<std::string, std::size_t> tls_locals;  // "_ZZ..." thread-local statics -> size
+  struct Tls {
+    std::size_t offset, size;  // within the module's TLS block
+    std::string name;
+  };
+  std::vector<Tls> tls;  // every defined thread-local, sorted by offset
 };
 
 // Reads .symtab/.strtab of an ELF64 file; `bias` is added to symbol values (load base of
@@ -55,12 +60,17 @@ std::unique_ptr<Module> parse(const std::string& path, std::uintptr_t base) {
       const std::string name = strings.data() + sym.st_name;
       if (ELF64_ST_TYPE(sym.st_info) == STT_FUNC && sym.st_size > 0)
         m->funcs.push_back({bias + sym.st_value, bias + sym.st_value + sym.st_size, name});
-      else if (ELF64_ST_TYPE(sym.st_info) == STT_TLS && name.compare(0, 3, "_ZZ") == 0)
-        m->tls_locals[name] = sym.st_size;
+      else if (ELF64_ST_TYPE(sym.st_info) == STT_TLS) {
+        if (name.compare(0, 3, "_ZZ") == 0) m->tls_locals[name] = sym.st_size;
+        m->tls.push_back({static_cast<std::size_t>(sym.st_value), sym.st_size, name});
+      }
     }
   }
   std::sort(m->funcs.begin(), m->funcs.end(),
             [](const Module::Func& a, const Module::Func& b) { return a.begin < b.begin; });
+  std::sort(m->tls.begin(), m->tls.end(), [](const Module::Tls& a, const Module::Tls& b) {
+    return a.offset < b.offset || (a.offset == b.offset && a.name < b.name);
+  });
   return m;
 }
 
@@ -84,13 +94,11 @@ const void* main_program_base() {
 std::mutex g_mutex;
 std::map<const void*, std::unique_ptr<Module>> g_modules;  // by load base
 
-}  // namespace
-
-KernelSymbols kernel_symbols(const void* kernel) {
-  KernelSymbols out;
+// The parsed module holding `address` (cached); nullptr if dladdr cannot place it.
+// Call with g_mutex held.
+Module* module_of(const void* address) {
   Dl_info info{};
-  if (!dladdr(kernel, &info) || !info.dli_fbase) return out;
-  std::lock_guard<std::mutex> lock(g_mutex);
+  if (!dladdr(address, &info) || !info.dli_fbase) return nullptr;
   auto& m = g_modules[info.dli_fbase];
   if (!m) {
     // The main program's dli_fname may be a bare name: read it through /proc instead.
@@ -99,6 +107,33 @@ KernelSymbols kernel_symbols(const void* kernel) {
       path = "/proc/self/exe";
     m = parse(path, reinterpret_cast<std::uintptr_t>(info.dli_fbase));
   }
+  return m.get();
+}
+
+}  // namespace
+
+std::string tls_symbol_at(const void* kernel, std::size_t offset, std::size_t* within) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  const Module* m = module_of(kernel);
+  if (!m) return "";
+  std::string best;
+  for (const auto& t : m->tls) {
+    if (t.offset > offset) break;
+    // Among aliases (every extern __shared__ name is one of the pool) name the pool.
+    if (offset < t.offset + std::max<std::size_t>(t.size, 1) &&
+        (best.empty() || t.name == "__emu_extern_shared_pool")) {
+      best = t.name;
+      *within = offset - t.offset;
+    }
+  }
+  return best;
+}
+
+KernelSymbols kernel_symbols(const void* kernel) {
+  KernelSymbols out;
+  std::lock_guard<std::mutex> lock(g_mutex);
+  Module* m = module_of(kernel);
+  if (!m) return out;
   const auto addr = reinterpret_cast<std::uintptr_t>(kernel);
   auto it = std::upper_bound(m->funcs.begin(), m->funcs.end(), addr,
                              [](std::uintptr_t a, const Module::Func& f) { return a < f.begin; });

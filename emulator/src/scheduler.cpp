@@ -122,6 +122,7 @@ struct BlockRun {
   const std::function<void()>* body = nullptr;
   LaunchRun* launch = nullptr;
   unsigned warps = 0;
+  std::vector<std::uint32_t> warp_seq;  // collectives completed per warp
   std::string header() const {
     return std::string("kernel ") + info.kernel + " block " + fmt_dim(info.block_idx);
   }
@@ -334,7 +335,10 @@ class Scheduler {
                                 where(first_at->site) + " and at other barriers");
     }
     for (auto& s : r_.slots)
-      if (s.ctx.wait == Wait::barrier) s.ctx.wait = Wait::running;
+      if (s.ctx.wait == Wait::barrier) {
+        s.ctx.wait = Wait::running;
+        ++s.ctx.epoch;
+      }
     return true;
   }
 
@@ -418,8 +422,12 @@ class Scheduler {
         std::memcpy(t.out, r_.slots[first + src].ctx.in, sizeof t.out);
       }
     }
+    const std::uint32_t seq = ++r_.warp_seq[first / ws];
     for (unsigned l = 0; l < count; ++l)
-      if (group >> l & 1) r_.slots[first + l].ctx.wait = Wait::running;
+      if (group >> l & 1) {
+        r_.slots[first + l].ctx.wait = Wait::running;
+        r_.slots[first + l].ctx.warp_sync = seq;
+      }
   }
 
   BlockRun& r_;
@@ -437,6 +445,7 @@ bool run_block(const BlockCtx& info, const std::function<void()>& body, Order or
   const unsigned n = bx * by * info.block_dim.z;
   run.warps = (n + info.warp_size - 1) / info.warp_size;
   run.slots.resize(n);
+  run.warp_seq.assign(run.warps, 0);
   StackPool& pool = stack_pool();
   ensure_signal_stack();
   for (unsigned i = 0; i < n; ++i) {
@@ -505,6 +514,10 @@ bool run_block(const BlockCtx& info, const std::function<void()>& body, Order or
 void describe_stuck_block(const BlockRun& block, const ThreadCtx* running, double idle_s) {
   std::fprintf(stderr, "synccheck: watchdog: %s: after %.0f s: %s\n", block.header().c_str(),
                idle_s, describe_waits(block, running).c_str());
+}
+
+std::uint32_t current_warp_sync(const ThreadCtx& any, unsigned linear) {
+  return any.block->slots[linear].ctx.warp_sync;
 }
 
 }  // namespace emu::detail

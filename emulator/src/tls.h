@@ -50,6 +50,7 @@ struct ColdTls {
   std::vector<Finding>* last_findings = nullptr;
   HostProgress* progress = nullptr;  // the watchdog's view of this host thread
   void* signal_stack = nullptr;      // sigaltstack for faults on a fiber's stack
+  void* hazard = nullptr;            // racecheck's shadow memory while a launch runs
 };
 
 // Constant initialization matters as much as trivial destruction: a dynamically
