@@ -478,17 +478,40 @@ bool run_block(const BlockCtx& info, const std::function<void()>& body, Order or
   HostProgress& progress = host_progress();
   progress.block.store(&run);
   bool ok = true;
+  // Outside the in-order pass (racecheck's reordering passes), each warp in turn runs as
+  // far as it can, through its own collectives, before the next starts: a warp does not
+  // wait for the others at a shuffle, as on a GPU, so a race between warps separated only
+  // by a collective shows as a different result.
+  std::vector<std::vector<unsigned>> by_warp(order == Order::in_order ? 0 : run.warps);
+  auto run_lanes = [&](const std::vector<unsigned>& lanes) {
+    bool ran = false;
+    for (unsigned i : lanes) {
+      auto& s = run.slots[i];
+      if (s.ctx.wait != Wait::running) continue;
+      progress.fiber.store(&s.ctx, std::memory_order_relaxed);
+      resume_fiber(s, progress);
+      ran = true;
+    }
+    return ran;
+  };
   for (;;) {
     if (order == Order::random) std::shuffle(sequence.begin(), sequence.end(), rng);
-    bool all_done = true;
-    for (unsigned i : sequence) {
-      auto& s = run.slots[i];
-      if (s.ctx.wait == Wait::running) {
-        progress.fiber.store(&s.ctx, std::memory_order_relaxed);
-        resume_fiber(s, progress);
+    if (order == Order::in_order) {
+      run_lanes(sequence);
+    } else {
+      std::vector<unsigned> warp_order;
+      for (auto& w : by_warp) w.clear();
+      for (unsigned i : sequence) {
+        const unsigned w = run.slots[i].ctx.warp;
+        if (by_warp[w].empty()) warp_order.push_back(w);
+        by_warp[w].push_back(i);
       }
-      all_done = all_done && s.ctx.wait == Wait::done;
+      for (unsigned w : warp_order)
+        while (run_lanes(by_warp[w]) && sched.resolve_warps(false)) {
+        }
     }
+    bool all_done = true;
+    for (const auto& s : run.slots) all_done = all_done && s.ctx.wait == Wait::done;
     if (all_done) break;
     bool progressed = sched.resolve_warps(false);
     progressed = sched.resolve_barrier() || progressed;
