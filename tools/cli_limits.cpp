@@ -92,14 +92,19 @@ int run_limits(const Settings& s) {
             << " threads per block, grid (num_heads, num_seqs)\n  dynamic shared memory "
             << red.dynamic_smem_bytes << " bytes (streams over partitions: no length cap)\n\n";
 
-  // vLLM's own V1 request at the same limit, for comparison: one step per block.
+  // vLLM's own V1 request at the same limit, for comparison: one step per block. The
+  // device also counts vLLM's static __shared__ arrays: q_vecs (head_size scalars; fp32,
+  // the largest) and red_smem (2 * warps floats).
+  const std::int64_t vllm_static = 4LL * head_size + 2LL * pagedattn::num_warps(ws) * 4;
   std::int64_t vllm_longest = 0;
-  while (pagedattn::vllm_v1_smem_bytes(ws, head_size, block_size, vllm_longest + block_size) <=
+  while (pagedattn::vllm_v1_smem_bytes(ws, head_size, block_size, vllm_longest + block_size) +
+             vllm_static <=
          smem_limit) {
     vllm_longest += block_size;
   }
   std::cout << "longest V1 sequence: " << longest << " tokens (" << smem_limit
-            << " bytes of shared memory; vLLM's V1 layout: " << vllm_longest << " tokens)\n";
+            << " bytes of shared memory; vLLM's V1 layout: " << vllm_longest << " tokens with its "
+            << vllm_static << " static bytes, fp32)\n";
   return 0;
 }
 

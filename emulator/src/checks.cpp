@@ -30,6 +30,8 @@ unsigned parse_checks(const std::string& spec) {
       out |= check_memcheck;
     else if (word == "racecheck")
       out |= check_racecheck;
+    else if (word == "racecheck-reorder")
+      out |= check_racecheck_reorder;
     else if (word == "synccheck")
       out |= check_synccheck;
     else if (word == "initcheck")
@@ -37,13 +39,14 @@ unsigned parse_checks(const std::string& spec) {
     else
       throw std::invalid_argument(
           "EMU_CHECKS: unknown check '" + word +
-          "'; allowed: memcheck, racecheck, synccheck, initcheck, all, none");
+          "'; allowed: memcheck, racecheck, racecheck-reorder, synccheck, initcheck, all, "
+          "none");
   }
   return out;
 }
 
 void set_checks(unsigned checks) {
-  g_checks = checks & check_all;
+  g_checks = checks & (check_all | check_racecheck_reorder);
   g_checks_set = true;
 }
 

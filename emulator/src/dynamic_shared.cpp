@@ -5,12 +5,20 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <mutex>
 
 #include "emu/dynamic_shared.h"
 #include "internal.h"
 #include "tls.h"
+
+// Defined at link time by the emulator's link step (emulator/link/ld), which makes every
+// `extern __shared__` array of the program an alias of this pool, as CUDA makes them all
+// the start of the block's dynamic shared memory; the names, demangled and comma-separated,
+// are for messages.
+extern thread_local unsigned char __emu_extern_shared_pool[];
+extern const char __emu_extern_shared_names[];
 
 namespace emu::detail {
 
@@ -21,12 +29,6 @@ std::size_t page_size() {
   return static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
 }
 
-std::mutex g_named_mutex;
-struct Named {
-  const char* name;
-  unsigned char* (*get)();
-};
-std::vector<Named> g_named;  // the common-name pools this program links
 }  // namespace
 
 ColdTls& cold_tls() {
@@ -88,15 +90,12 @@ unsigned char* dynamic_shared_base() {
   return g_cold.dyn_base;
 }
 
-void register_named_dynamic_shared(const char* name, unsigned char* (*getter)()) {
-  std::lock_guard<std::mutex> lock(g_named_mutex);
-  g_named.push_back({name, getter});
+unsigned char* extern_shared_pool() {
+  return __emu_extern_shared_pool;
 }
 
 void poison_named_dynamic_shared(std::size_t bytes, unsigned char byte) {
-  std::lock_guard<std::mutex> lock(g_named_mutex);
-  for (const auto& n : g_named)
-    std::memset(n.get(), byte, std::min<std::size_t>(bytes, EMU_DYNAMIC_SMEM_CAPACITY));
+  std::memset(extern_shared_pool(), byte, std::min<std::size_t>(bytes, EMU_DYNAMIC_SMEM_CAPACITY));
 }
 
 void arm_shared_guards(std::size_t bytes) {
@@ -108,15 +107,13 @@ void arm_shared_guards(std::size_t bytes) {
     c.guards[c.num_guards++] = {"EMU_DYNAMIC_SHARED", c.dyn_base, bytes, c.dyn_region,
                                 c.dyn_region_len};
   }
-  std::lock_guard<std::mutex> lock(g_named_mutex);
-  for (const auto& n : g_named) {
-    if (c.num_guards == ColdTls::kMaxGuards) break;
-    unsigned char* base = n.get();
-    const std::size_t open = (bytes + page - 1) / page * page;
-    const std::size_t cap = EMU_DYNAMIC_SMEM_CAPACITY;
-    if (open >= cap || reinterpret_cast<std::uintptr_t>(base) % page != 0) continue;
+  // The extern __shared__ pool: the pages past the launch's size (rounded up to a page).
+  unsigned char* base = extern_shared_pool();
+  const std::size_t open = (bytes + page - 1) / page * page;
+  const std::size_t cap = EMU_DYNAMIC_SMEM_CAPACITY;
+  if (open < cap && reinterpret_cast<std::uintptr_t>(base) % page == 0) {
     mprotect(base + open, cap - open, PROT_NONE);
-    c.guards[c.num_guards++] = {n.name, base, bytes, base + open, cap - open};
+    c.guards[c.num_guards++] = {__emu_extern_shared_names, base, bytes, base + open, cap - open};
   }
 }
 
@@ -170,10 +167,9 @@ struct ModuleTls {
 };
 }  // namespace
 
-TlsSnapshot poison_module_tls(const void* kernel, unsigned char byte) {
-  TlsSnapshot snap;
+ModuleTlsBlock module_tls(const void* kernel) {
   Dl_info info{};
-  if (!dladdr(kernel, &info) || !info.dli_fbase) return snap;
+  if (!dladdr(kernel, &info) || !info.dli_fbase) return {};
   ModuleTls m{info.dli_fbase};
   dl_iterate_phdr(
       [](dl_phdr_info* i, std::size_t, void* arg) -> int {
@@ -195,6 +191,12 @@ TlsSnapshot poison_module_tls(const void* kernel, unsigned char byte) {
         return 0;
       },
       &m);
+  return {m.data, m.size};
+}
+
+TlsSnapshot poison_module_tls(const void* kernel, unsigned char byte) {
+  TlsSnapshot snap;
+  const ModuleTlsBlock m = module_tls(kernel);
   if (!m.data) return snap;
   snap.base = m.data;
   snap.saved.assign(m.data, m.data + m.size);

@@ -16,4 +16,8 @@ struct KernelSymbols {
 // Parsed once per module and cached; thread-safe.
 KernelSymbols kernel_symbols(const void* kernel);
 
+// The thread-local symbol of `kernel`'s module covering byte `offset` of the module's TLS
+// block (mangled), with the offset within it; "" if none.
+std::string tls_symbol_at(const void* kernel, std::size_t offset, std::size_t* within);
+
 }  // namespace emu::detail

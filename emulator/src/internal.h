@@ -35,6 +35,8 @@ void rearm_guards();
 std::vector<std::string> take_fault_reports();
 // Installs the SIGSEGV handler that turns guard-page faults into findings.
 void install_fault_handler();
+// Gives the calling host thread an alternate signal stack (once).
+void ensure_signal_stack();
 
 // ---- the running launch -------------------------------------------------------------
 struct LaunchRun {
@@ -64,6 +66,13 @@ struct TlsSnapshot {
   std::vector<unsigned char> saved;
 };
 TlsSnapshot poison_module_tls(const void* kernel, unsigned char byte);
+// This host thread's copy of the thread-local storage of the module holding `kernel`
+// (static __shared__ arrays and the extern __shared__ pool live there).
+struct ModuleTlsBlock {
+  unsigned char* data = nullptr;
+  std::size_t size = 0;
+};
+ModuleTlsBlock module_tls(const void* kernel);
 void restore_module_tls(TlsSnapshot& snapshot);
 // Registered storage of the `extern __shared__` common names on this host thread.
 void poison_named_dynamic_shared(std::size_t bytes, unsigned char byte);

@@ -20,6 +20,7 @@
 #include "emu/launch.h"
 #include "emu/profile.h"
 #include "elf_symbols.h"
+#include "hazard.h"
 #include "internal.h"
 #include "tls.h"
 #include "watchdog.h"
@@ -153,6 +154,7 @@ struct Pass {
   unsigned char shared_poison;
   const char* check;  // the check a difference from the first pass reports
   const char* what;
+  bool hazard = false;  // racecheck's shadow memory watches this pass
 };
 
 // Runs every block on the calling thread, poisoning shared memory first.
@@ -164,6 +166,7 @@ bool run_serial(const KernelEntry& k, dim3 grid, dim3 block, std::size_t smem, i
     poison_named_dynamic_shared(smem, pass.shared_poison);
     TlsSnapshot tls = poison_module_tls(k.address, pass.shared_poison);
     if (run.checks & check_memcheck) arm_shared_guards(smem);
+    if (pass.hazard) hazard_block(b);
     BlockCtx ctx = block_ctx(b, grid, block, ws, name);
     if (!run_block(ctx, k.body, pass.order, 0x5eed, run)) run.aborted = true;
     if (run.checks & check_memcheck) disarm_shared_guards(run);
@@ -246,7 +249,8 @@ cudaError_t launch_grid(const KernelEntry& k, dim3 grid, dim3 block, std::size_t
   run.checks = enabled_checks();
   const WatchdogScope watchdog(run.kernel);
   const int ws = p.warp_size;
-  const bool differential = run.checks & (check_racecheck | check_initcheck);
+  const bool differential =
+      run.checks & (check_racecheck | check_racecheck_reorder | check_initcheck);
   if (!differential) {
     run_parallel(k, grid, block, smem, ws, run.kernel, run.checks != 0, run);
   } else {
@@ -254,8 +258,9 @@ cudaError_t launch_grid(const KernelEntry& k, dim3 grid, dim3 block, std::size_t
     std::lock_guard<std::mutex> lock(serial);
     const auto allocs = allocations();
     const Image before = capture(allocs);
-    std::vector<Pass> passes{{Order::in_order, kPoisonA, "", ""}};
-    if (run.checks & check_racecheck) {
+    std::vector<Pass> passes{{Order::in_order, kPoisonA, "", "", true}};
+    passes[0].hazard = run.checks & check_racecheck;
+    if (run.checks & (check_racecheck | check_racecheck_reorder)) {
       passes.push_back({Order::reversed, kPoisonA, "racecheck",
                         "threads run in reverse order instead of in order (a shared-memory or "
                         "global-memory race between barriers)"});
@@ -270,7 +275,9 @@ cudaError_t launch_grid(const KernelEntry& k, dim3 grid, dim3 block, std::size_t
     Image first;
     for (std::size_t i = 0; i < passes.size() && !run.aborted; ++i) {
       if (i > 0) restore(allocs, before);
+      if (passes[i].hazard) hazard_begin(k.address, run);
       run_serial(k, grid, block, smem, ws, run.kernel, passes[i], run);
+      if (passes[i].hazard) hazard_end();
       Image now = capture(allocs);
       if (i == 0)
         first = std::move(now);

@@ -1,21 +1,29 @@
-// Device memory with guard pages. Each allocation sits between two PROT_NONE pages,
-// its end flush (to 16 bytes) against the upper one, so an access past the end
-// faults at once; the SIGSEGV handler names the allocation, offset and GPU thread,
-// opens the page so the access completes (as on a GPU, execution goes on) and the
-// launch then reports it. The bytes between the data and the guards hold a canary
-// that catches small underflowing or sub-16-byte overflowing writes.
+// Device memory with guard pages. Each allocation sits between two PROT_NONE pages, its
+// end flush against the upper one, so an access past the end faults at once; the SIGSEGV
+// handler names the allocation, offset and GPU thread, opens the page so the access
+// completes (as on a GPU, execution goes on) and the launch then reports it. Under
+// memcheck (enabled when cudaMalloc runs) the end is flush to the byte, so a 1-byte read
+// past the end is caught; the pointer is then aligned to the largest power of two that
+// divides the size (16 for any multiple of 16, as vector loads need). Otherwise the end is
+// flush to 16 bytes and the slack holds a canary that catches small overflowing writes.
+// A fault in a kernel outside every allocation (a wild pointer) is reported with the
+// nearest allocation, and the process ends with exit code 139 after flushing its output.
 #include <signal.h>
 #include <sys/mman.h>
 #include <ucontext.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
 #include <atomic>
 #include <cstring>
 #include <mutex>
 #include <sstream>
 
 #include "internal.h"
+#include "tls.h"
 
 namespace emu::detail {
 namespace {
@@ -68,6 +76,61 @@ std::atomic<int> g_opened_count{0};
 
 struct sigaction g_previous;
 
+ssize_t write_all(const char* p, std::size_t n) {
+  std::size_t done = 0;
+  while (done < n) {
+    const ssize_t w = ::write(2, p + done, n - done);
+    if (w <= 0) return -1;
+    done += static_cast<std::size_t>(w);
+  }
+  return static_cast<ssize_t>(done);
+}
+
+// A kernel touched memory outside every allocation and guard: nothing can open it, so
+// the process ends. The line names the address, the nearest allocation and the offset
+// from it, the GPU thread, block and kernel; buffered output is flushed first (stdio from
+// a signal handler is not async-signal-safe, but the process is about to end anyway).
+[[noreturn]] void wild_access(std::uintptr_t addr, bool write, bool no_address,
+                              const std::vector<Block>* blocks) {
+  const Block* nearest = nullptr;
+  long long best = 0;
+  if (blocks)
+    for (const Block& b : *blocks) {
+      const long long off = static_cast<long long>(addr) - static_cast<long long>(b.data);
+      const long long dist = off < 0 ? -off : off - static_cast<long long>(b.size) + 1;
+      if (!nearest || dist < best) {
+        nearest = &b;
+        best = dist;
+      }
+    }
+  const bool checking = enabled_checks() & check_memcheck;
+  char line[768];
+  int n = std::snprintf(line, sizeof line, "%s: invalid %s at address 0x%" PRIxPTR "%s",
+                        checking ? "memcheck" : "emu", write ? "write" : "read", addr,
+                        no_address ? " (general-protection fault: the address is not known; a "
+                                     "misaligned vector access or a non-canonical pointer)"
+                                   : ", outside every device allocation");
+  if (nearest && !no_address) {
+    const long long off = static_cast<long long>(addr) - static_cast<long long>(nearest->data);
+    n += std::snprintf(line + n, sizeof line - n,
+                       "; nearest: device allocation #%" PRIu64 " (%zu bytes) at 0x%" PRIxPTR
+                       ", offset %lld",
+                       nearest->id, nearest->size, nearest->data, off);
+  }
+  const uint3 t = tls_thread->thread_idx, b = tls_block->block_idx;
+  n += std::snprintf(line + n, sizeof line - n,
+                     " by thread (%u,%u,%u) of block (%u,%u,%u) in kernel %s; ending the process "
+                     "(exit code 139)\n",
+                     t.x, t.y, t.z, b.x, b.y, b.z, tls_block->kernel);
+  std::fflush(nullptr);
+  if (n > 0) {
+    const ssize_t w =
+        write_all(line, std::min<std::size_t>(static_cast<std::size_t>(n), sizeof line - 1));
+    (void)w;
+  }
+  _exit(139);
+}
+
 void on_fault(int sig, siginfo_t* info, void* uctx) {
   const auto addr = reinterpret_cast<std::uintptr_t>(info->si_addr);
   const auto* blocks = g_snapshot.load();
@@ -99,10 +162,10 @@ void on_fault(int sig, siginfo_t* info, void* uctx) {
       return;
     }
   }
-  {
-    auto* uc = static_cast<ucontext_t*>(uctx);
-    if (shared_guard_fault(addr, (uc->uc_mcontext.gregs[REG_ERR] & 2) != 0)) return;
-  }
+  auto* uc = static_cast<ucontext_t*>(uctx);
+  const bool write = (uc->uc_mcontext.gregs[REG_ERR] & 2) != 0;
+  if (shared_guard_fault(addr, write)) return;
+  if (tls_thread && tls_block) wild_access(addr, write, info->si_code == SI_KERNEL, blocks);
   // Not ours: fall back to the previous disposition and let the access fault again.
   sigaction(sig, &g_previous, nullptr);
 }
@@ -135,6 +198,21 @@ void check_canaries(const Block& b, std::vector<std::string>& out) {
 
 }  // namespace
 
+void ensure_signal_stack() {
+  // A fault on a GPU thread's fiber stack (an overflow into its guard page) needs another
+  // stack for the handler to run on.
+  ColdTls& c = cold_tls();
+  if (c.signal_stack) return;
+  stack_t ss{};
+  ss.ss_size = 64 * 1024;
+  ss.ss_sp = std::malloc(ss.ss_size);
+  if (!ss.ss_sp || sigaltstack(&ss, nullptr) != 0) {
+    std::free(ss.ss_sp);
+    return;
+  }
+  c.signal_stack = ss.ss_sp;  // kept for the thread's life (64 KB a host thread)
+}
+
 void install_fault_handler() {
   static std::once_flag once;
   std::call_once(once, [] {
@@ -149,7 +227,9 @@ void install_fault_handler() {
 void* guarded_alloc(std::size_t bytes) {
   install_fault_handler();
   const std::size_t page = page_size();
-  const std::size_t rounded = (std::max<std::size_t>(bytes, 1) + 15) / 16 * 16;
+  // Under memcheck the data ends at the guard page to the byte; else to 16 bytes.
+  const std::size_t granule = (enabled_checks() & check_memcheck) ? 1 : 16;
+  const std::size_t rounded = (std::max<std::size_t>(bytes, 1) + granule - 1) / granule * granule;
   const std::size_t data_pages = (rounded + page - 1) / page * page;
   const std::size_t len = data_pages + 2 * page;
   void* m = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,

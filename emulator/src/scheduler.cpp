@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <boost/context/fiber.hpp>
+#include <cstdio>
 #include <cstring>
 #include <random>
 #include <sstream>
@@ -128,6 +129,7 @@ struct BlockRun {
   const std::function<void()>* body = nullptr;
   LaunchRun* launch = nullptr;
   unsigned warps = 0;
+  std::vector<std::uint32_t> warp_seq;  // collectives completed per warp
   std::string header() const {
     return std::string("kernel ") + info.kernel + " block " + fmt_dim(info.block_idx);
   }
@@ -140,6 +142,8 @@ std::string fmt_dim(uint3 v) {
   return o.str();
 }
 
+// The only two places a fiber switch happens: into a GPU thread (resume_fiber) and back
+// out of it (yield_to_scheduler).
 void yield_to_scheduler() {
   ThreadCtx& t = this_thread();
   auto& slot = t.block->slots[t.linear];
@@ -152,6 +156,17 @@ void yield_to_scheduler() {
   }
   asan_arrive(slot.stack, &slot.caller_stack);
 }
+
+namespace {
+void resume_fiber(BlockRun::Slot& s, HostProgress& progress, AsanStack& host) {
+  tls_thread = &s.ctx;
+  asan_leave(host, s.stack);
+  s.fiber = std::move(s.fiber).resume();
+  asan_arrive(host, nullptr);
+  tls_thread = nullptr;
+  count_step(progress);
+}
+}  // namespace
 
 [[noreturn]] void outside_kernel(const char* what) {
   throw std::logic_error(std::string("emu: ") + what +
@@ -185,6 +200,62 @@ std::string lanes(std::uint64_t m) {
     first = false;
     i = j;
   }
+  return o.str();
+}
+
+// Every distinct place threads of the block wait (operation, file:line), with how many
+// threads wait there and their linear indices as ranges; then the exited threads, and the
+// thread that is running (for the watchdog: it never reached a switch point).
+std::string describe_waits(const BlockRun& r, const ThreadCtx* running) {
+  struct Group {
+    std::string what;
+    std::vector<unsigned> threads;
+  };
+  std::vector<Group> groups;
+  std::vector<unsigned> exited;
+  for (const auto& s : r.slots) {
+    const ThreadCtx& t = s.ctx;
+    if (&t == running) continue;
+    if (t.wait == Wait::done) {
+      exited.push_back(t.linear);
+      continue;
+    }
+    std::string what;
+    if (t.wait == Wait::running)
+      what = "runnable (not yet resumed)";
+    else
+      what = std::string(t.wait == Wait::barrier ? "__syncthreads" : op_name(t.op)) + " at " +
+             where(t.site);
+    auto g =
+        std::find_if(groups.begin(), groups.end(), [&](const Group& x) { return x.what == what; });
+    if (g == groups.end()) {
+      groups.push_back({what, {}});
+      g = groups.end() - 1;
+    }
+    g->threads.push_back(t.linear);
+  }
+  auto ranges = [](const std::vector<unsigned>& v) {
+    std::ostringstream o;
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      std::size_t j = i;
+      while (j + 1 < v.size() && v[j + 1] == v[j] + 1) ++j;
+      o << (i ? "," : "") << v[i];
+      if (j > i) o << ".." << v[j];
+      i = j;
+    }
+    return o.str();
+  };
+  std::ostringstream o;
+  if (running)
+    o << "thread " << running->linear << " " << fmt_dim(running->thread_idx)
+      << " is running and has not reached a barrier or collective; ";
+  o << groups.size() << " wait site(s): ";
+  for (std::size_t i = 0; i < groups.size(); ++i)
+    o << (i ? "; " : "") << groups[i].what << ": " << groups[i].threads.size() << " thread(s) "
+      << ranges(groups[i].threads);
+  o << "; " << exited.size() << " thread(s) exited";
+  if (!exited.empty()) o << " (" << ranges(exited) << ")";
+  o << " [threads by linear index x + y*blockDim.x + z*blockDim.x*blockDim.y]";
   return o.str();
 }
 
@@ -280,29 +351,16 @@ class Scheduler {
                                 where(first_at->site) + " and at other barriers");
     }
     for (auto& s : r_.slots)
-      if (s.ctx.wait == Wait::barrier) s.ctx.wait = Wait::running;
+      if (s.ctx.wait == Wait::barrier) {
+        s.ctx.wait = Wait::running;
+        ++s.ctx.epoch;
+      }
     return true;
   }
 
-  // Nothing can progress: say where every blocked thread waits.
+  // Nothing can progress: say where every blocked thread waits, grouped by site.
   std::string describe_deadlock() const {
-    std::ostringstream o;
-    o << r_.header() << ": deadlock: ";
-    std::size_t listed = 0;
-    for (const auto& s : r_.slots) {
-      if (s.ctx.wait == Wait::done || s.ctx.wait == Wait::running) continue;
-      if (listed++ == 8) {
-        o << "...";
-        break;
-      }
-      o << "thread " << fmt_dim(s.ctx.thread_idx) << " waits at "
-        << (s.ctx.wait == Wait::barrier ? "__syncthreads" : op_name(s.ctx.op)) << " ("
-        << where(s.ctx.site) << "); ";
-    }
-    std::size_t exited = 0;
-    for (const auto& s : r_.slots) exited += s.ctx.wait == Wait::done;
-    o << exited << " thread(s) exited";
-    return o.str();
+    return r_.header() + ": deadlock: " + describe_waits(r_, nullptr);
   }
 
   void report(const char* check, const std::string& line) { r_.launch->report(check, line); }
@@ -380,8 +438,12 @@ class Scheduler {
         std::memcpy(t.out, r_.slots[first + src].ctx.in, sizeof t.out);
       }
     }
+    const std::uint32_t seq = ++r_.warp_seq[first / ws];
     for (unsigned l = 0; l < count; ++l)
-      if (group >> l & 1) r_.slots[first + l].ctx.wait = Wait::running;
+      if (group >> l & 1) {
+        r_.slots[first + l].ctx.wait = Wait::running;
+        r_.slots[first + l].ctx.warp_sync = seq;
+      }
   }
 
   BlockRun& r_;
@@ -399,7 +461,9 @@ bool run_block(const BlockCtx& info, const std::function<void()>& body, Order or
   const unsigned n = bx * by * info.block_dim.z;
   run.warps = (n + info.warp_size - 1) / info.warp_size;
   run.slots.resize(n);
+  run.warp_seq.assign(run.warps, 0);
   StackPool& pool = stack_pool();
+  ensure_signal_stack();
   for (unsigned i = 0; i < n; ++i) {
     auto& s = run.slots[i];
     s.ctx.thread_idx = uint3{i % bx, (i / bx) % by, i / (bx * by)};
@@ -432,22 +496,43 @@ bool run_block(const BlockCtx& info, const std::function<void()>& body, Order or
   Scheduler sched(run);
   AsanStack host;  // this host thread's own stack, as ASan sees it
   tls_block = &run.info;
+  HostProgress& progress = host_progress();
+  progress.block.store(&run);
   bool ok = true;
+  // Outside the in-order pass (racecheck's reordering passes), each warp in turn runs as
+  // far as it can, through its own collectives, before the next starts: a warp does not
+  // wait for the others at a shuffle, as on a GPU, so a race between warps separated only
+  // by a collective shows as a different result.
+  std::vector<std::vector<unsigned>> by_warp(order == Order::in_order ? 0 : run.warps);
+  auto run_lanes = [&](const std::vector<unsigned>& lanes) {
+    bool ran = false;
+    for (unsigned i : lanes) {
+      auto& s = run.slots[i];
+      if (s.ctx.wait != Wait::running) continue;
+      progress.fiber.store(&s.ctx, std::memory_order_relaxed);
+      resume_fiber(s, progress, host);
+      ran = true;
+    }
+    return ran;
+  };
   for (;;) {
     if (order == Order::random) std::shuffle(sequence.begin(), sequence.end(), rng);
-    bool all_done = true;
-    for (unsigned i : sequence) {
-      auto& s = run.slots[i];
-      if (s.ctx.wait == Wait::running) {
-        tls_thread = &s.ctx;
-        asan_leave(host, s.stack);
-        s.fiber = std::move(s.fiber).resume();
-        asan_arrive(host, nullptr);
-        g_progress.fetch_add(1, std::memory_order_relaxed);
-        tls_thread = nullptr;
+    if (order == Order::in_order) {
+      run_lanes(sequence);
+    } else {
+      std::vector<unsigned> warp_order;
+      for (auto& w : by_warp) w.clear();
+      for (unsigned i : sequence) {
+        const unsigned w = run.slots[i].ctx.warp;
+        if (by_warp[w].empty()) warp_order.push_back(w);
+        by_warp[w].push_back(i);
       }
-      all_done = all_done && s.ctx.wait == Wait::done;
+      for (unsigned w : warp_order)
+        while (run_lanes(by_warp[w]) && sched.resolve_warps(false)) {
+        }
     }
+    bool all_done = true;
+    for (const auto& s : run.slots) all_done = all_done && s.ctx.wait == Wait::done;
     if (all_done) break;
     bool progressed = sched.resolve_warps(false);
     progressed = sched.resolve_barrier() || progressed;
@@ -468,7 +553,18 @@ bool run_block(const BlockCtx& info, const std::function<void()>& body, Order or
   }
   tls_thread = nullptr;
   tls_block = nullptr;
+  progress.fiber.store(nullptr);
+  progress.block.store(nullptr);
   return ok;
+}
+
+void describe_stuck_block(const BlockRun& block, const ThreadCtx* running, double idle_s) {
+  std::fprintf(stderr, "synccheck: watchdog: %s: after %.0f s: %s\n", block.header().c_str(),
+               idle_s, describe_waits(block, running).c_str());
+}
+
+std::uint32_t current_warp_sync(const ThreadCtx& any, unsigned linear) {
+  return any.block->slots[linear].ctx.warp_sync;
 }
 
 }  // namespace emu::detail

@@ -31,6 +31,8 @@ struct SharedFault {
   uint3 thread, block;
 };
 
+struct HostProgress;
+
 struct ColdTls {
   static constexpr int kMaxGuards = 40, kMaxFaults = 16;
   SharedGuard guards[kMaxGuards] = {};
@@ -46,6 +48,9 @@ struct ColdTls {
   cudaError_t last_error = cudaSuccess;
   std::string* last_message = nullptr;  // heap-owned: a string's bytes must not live in TLS
   std::vector<Finding>* last_findings = nullptr;
+  HostProgress* progress = nullptr;  // the watchdog's view of this host thread
+  void* signal_stack = nullptr;      // sigaltstack for faults on a fiber's stack
+  void* hazard = nullptr;            // racecheck's shadow memory while a launch runs
 };
 
 // Constant initialization matters as much as trivial destruction: a dynamically

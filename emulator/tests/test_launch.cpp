@@ -81,6 +81,64 @@ TEST(Launch, TwoHundredKilobytesFailOnBiV100AndSucceedOnH200AfterOptIn) {
   cudaFree(out);
 }
 
+// Static arrays in __device__ helpers count toward the kernel that reaches them, inlined
+// (found by their thread-pointer offset in the kernel's code) or called (named after the
+// helper); a helper only another kernel calls does not.
+__device__ __forceinline__ float inlined_helper(int i) {
+  __shared__ float inlined_arr[2000];  // 8000 bytes
+  inlined_arr[i] = static_cast<float>(i);
+  __syncthreads();
+  return inlined_arr[(i + 1) % 64];
+}
+__device__ __attribute__((noinline)) float called_helper(int i) {
+  __shared__ float called_arr[1000];  // 4000 bytes
+  called_arr[i] = 2.0f * static_cast<float>(i);
+  __syncthreads();
+  return called_arr[(i + 2) % 64];
+}
+__device__ __attribute__((noinline)) float other_kernels_helper(int i) {
+  __shared__ float unrelated_arr[5000];  // 20000 bytes, not reached from with_helpers
+  unrelated_arr[i] = 1.0f;
+  __syncthreads();
+  return unrelated_arr[(i + 3) % 64];
+}
+__global__ void with_helpers(float* out) {
+  __shared__ float own[250];  // 1000 bytes
+  const int t = static_cast<int>(threadIdx.x);
+  own[t] = 1.0f;
+  const float a = inlined_helper(t);
+  const float b = called_helper(t);
+  __syncthreads();
+  out[t] = a + b + own[(t + 5) % 64];
+}
+__global__ void calls_the_other_helper(float* out) {
+  out[threadIdx.x] = other_kernels_helper(static_cast<int>(threadIdx.x));
+}
+
+TEST(Launch, StaticSharedArraysOfHelpersCountTowardTheKernel) {
+  emu::use_profile("bi-v100");  // 49,152 bytes per block
+  float* out;
+  ASSERT_EQ(cudaMalloc(&out, 64 * sizeof(float)), cudaSuccess);
+  // 1000 own + 8000 inlined + 4000 called = 13,000 static: 36,152 dynamic fit, 36,168 not
+  // (a count without the helpers, 1000, would accept both; one with every array in the
+  // module, 33,000, would refuse both).
+  EXPECT_EQ(emu::launch(with_helpers, dim3(1), dim3(64), 36152, out), cudaSuccess)
+      << emu::last_error_message();
+  EXPECT_EQ(emu::launch(with_helpers, dim3(1), dim3(64), 36168, out), cudaErrorInvalidValue);
+  EXPECT_NE(emu::last_error_message().find("plus 13000 bytes of static __shared__ arrays"),
+            std::string::npos)
+      << emu::last_error_message();
+  float host[64];
+  ASSERT_EQ(cudaMemcpy(host, out, sizeof host, cudaMemcpyDeviceToHost), cudaSuccess);
+  for (int i = 0; i < 64; ++i)
+    EXPECT_EQ(host[i], static_cast<float>((i + 1) % 64 + 2 * ((i + 2) % 64) + 1)) << i;
+  EXPECT_EQ(emu::launch(calls_the_other_helper, dim3(1), dim3(64), 29152, out), cudaSuccess)
+      << emu::last_error_message();
+  EXPECT_EQ(emu::launch(calls_the_other_helper, dim3(1), dim3(64), 29168, out),
+            cudaErrorInvalidValue);
+  cudaFree(out);
+}
+
 TEST(Launch, StaticSharedArraysCountTowardTheLimit) {
   emu::use_profile("bi-v100");  // 48 KB per block, no more with the opt-in
   float* out;

@@ -15,6 +15,9 @@ enum Check : unsigned {
   check_synccheck = 1u << 2,
   check_initcheck = 1u << 3,
   check_all = 0xfu,
+  // racecheck's fast mode: only the reordering passes, no shadow memory (also implied by
+  // racecheck, which adds the hazard check for instrumented kernels).
+  check_racecheck_reorder = 1u << 4,
 };
 
 // Parses "memcheck,racecheck,..." / "all" / "" / "none"; throws std::invalid_argument

@@ -44,6 +44,10 @@ struct ThreadCtx {
   alignas(16) unsigned char in[16] = {};
   alignas(16) unsigned char out[16] = {};
   std::uint64_t result = 0;  // ballot / activemask / any / all
+  // For racecheck's hazard mode: barriers this thread has passed, and the sequence number
+  // (per warp) of the last warp collective it completed.
+  std::uint32_t epoch = 0;
+  std::uint32_t warp_sync = 0;
 };
 
 struct BlockCtx {
