@@ -55,5 +55,7 @@ int cmd_limits(const std::vector<std::string>& argv);
 int cmd_run(const std::vector<std::string>& argv);
 // `audit` reports its own usage errors (exit code 2) and runtime failures (1).
 int cmd_audit(const std::vector<std::string>& argv);
+// `report`: the precision and performance report (tools/cli_report.cpp).
+int cmd_report(const std::vector<std::string>& argv);
 
 }  // namespace cli

@@ -18,6 +18,7 @@ const char* const kHelp =
     "  run      replay a decode step from .npy files (vLLM's argument names) on the emulator\n"
     "  audit    precision audit: V1 and V2 against the exact reference over a grid of cases\n"
     "           or a replay folder; table, JSON and CSV reports\n"
+    "  report   the precision and performance report: plots, one HTML page, a summary\n"
     "\n"
     "`pagedattn COMMAND --help` describes a command's flags.\n"
     "Exit codes: 0 success, 1 runtime failure, 2 usage error.\n";
@@ -40,11 +41,17 @@ int main(int argc, char** argv) {
     if (command == "limits") return cli::cmd_limits(args);
     if (command == "run") return cli::cmd_run(args);
     if (command == "audit") return cli::cmd_audit(args);
-    throw cli::UsageError("unknown command '" + command + "' (allowed: {limits, run, audit})");
+    if (command == "report") return cli::cmd_report(args);
+    throw cli::UsageError("unknown command '" + command +
+                          "' (allowed: {limits, run, audit, report})");
   } catch (const cli::UsageError& e) {
-    std::cerr << "pagedattn " << (command == "limits" || command == "run" ? command + ": " : "")
+    std::cerr << "pagedattn "
+              << (command == "limits" || command == "run" || command == "report" ? command + ": "
+                                                                                 : "")
               << e.what() << "\n(see pagedattn "
-              << (command == "limits" || command == "run" ? command + " " : "") << "--help)\n";
+              << (command == "limits" || command == "run" || command == "report" ? command + " "
+                                                                                 : "")
+              << "--help)\n";
     return cli::kExitUsage;
   } catch (const std::exception& e) {
     std::cerr << "pagedattn " << command << ": " << e.what() << "\n";
