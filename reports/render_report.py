@@ -350,7 +350,7 @@ def main():
     with open(os.path.join(out, "index.html"), "w") as f:
         f.write(page)
     with open(os.path.join(out, "summary.md"), "w") as f:
-        f.write("".join(m if m.endswith("\n") else m + "\n" for m in md))
+        f.write("\n".join(m.strip("\n") + "\n" for m in md))
     return 0
 
 
