@@ -226,7 +226,8 @@ def main():
     body.append("<h2>Performance model</h2>")
     model = data.get("model") or {}
     if model:
-        body.append(figure(out, "model_time", rp.model_plot(out, model)))
+        for prof in model:
+            body.append(figure(out, *rp.model_plot(out, model, prof)))
         if "bi-v100" in model:
             body.append(figure(out, "speedup_bi-v100", rp.speedup_plot(out, model, "bi-v100")))
         xrows = []

@@ -145,45 +145,42 @@ def smem_plot(out, limits):
     return cap
 
 
-def model_plot(out, model):
-    profiles = list(model.keys())
-    fig, axes = plt.subplots(1, len(profiles), figsize=(5.2 * len(profiles), 4.6), sharey=True,
-                             squeeze=False)
-    axes = axes[0]
-    for ax, prof in zip(axes, profiles):
-        s = model[prof]
-        xs = s["seq_len"]
-        for i, c in enumerate(s["curves"]):
-            color = BATCH_COLORS[i % len(BATCH_COLORS)]
-            v1 = [(x, y) for x, y in zip(xs, c["v1_us"]) if y is not None]
-            ax.plot([p[0] for p in v1], [p[1] for p in v1], "-", color=color, linewidth=1.6)
-            ax.plot(xs, c["v2_us"], "--", color=color, linewidth=1.6)
-            x = c["crossover_seq_len"]
-            if x and c.get("crossover_v1_launchable"):
-                # the V2 curve's value there
-                y = _interp(xs, c["v2_us"], x)
-                ax.plot([x], [y], "o", color=color, markersize=6, markeredgecolor="black")
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_xlabel("seq_len (tokens)")
-        ax.set_title(f"{prof} (model)")
-        ax.grid(True, which="both", alpha=0.3)
-    axes[0].set_ylabel("modelled time (µs)")
+def model_plot(out, model, prof):
+    """Modelled V1 and V2 time against seq_len on one profile, a line pair per batch size."""
+    s = model[prof]
+    fig, ax = plt.subplots(figsize=(10, 4.8))
+    xs = s["seq_len"]
     handles = [plt.Line2D([], [], color="black", linestyle="-", label="V1"),
                plt.Line2D([], [], color="black", linestyle="--", label="V2 + reduce"),
                plt.Line2D([], [], color="white", marker="o", markeredgecolor="black",
                           markerfacecolor="grey", label="V2 starts winning")]
-    for i, c in enumerate(model[profiles[0]]["curves"]):
-        handles.append(plt.Line2D([], [], color=BATCH_COLORS[i % len(BATCH_COLORS)],
-                                  label=f"{c['num_seqs']} sequence(s)"))
-    fig.legend(handles=handles, loc="lower center", ncol=len(handles), fontsize=8,
-               frameon=False, bbox_to_anchor=(0.5, -0.08))
-    fig.suptitle("Modelled time, 32 heads over 8 KV heads, head size 128, fp16")
+    for i, c in enumerate(s["curves"]):
+        color = BATCH_COLORS[i % len(BATCH_COLORS)]
+        v1 = [(x, y) for x, y in zip(xs, c["v1_us"]) if y is not None]
+        ax.plot([p[0] for p in v1], [p[1] for p in v1], "-", color=color, linewidth=1.8)
+        ax.plot(xs, c["v2_us"], "--", color=color, linewidth=1.6)
+        x = c["crossover_seq_len"]
+        if x and c.get("crossover_v1_launchable"):
+            ax.plot([x], [_interp(xs, c["v2_us"], x)], "o", color=color, markersize=7,
+                    markeredgecolor="black", zorder=5)
+        handles.append(plt.Line2D([], [], color=color, label=f"{c['num_seqs']} sequence(s)"))
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("seq_len (tokens)")
+    ax.set_ylabel("modelled time (µs)")
+    ax.set_title(f"{prof}: modelled time, 32 heads over 8 KV heads, head size 128, fp16")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(handles=handles, fontsize=8, loc="upper left", framealpha=0.9)
     fig.tight_layout()
-    _save(fig, out, "model_time")
-    cap = ("Solid V1 ends where its shared memory runs out; dashed V2 goes to 1M tokens. A dot "
-           "marks the shortest length where V2 is faster than V1 for that batch.")
-    return cap
+    name = f"model_time_{prof}"
+    _save(fig, out, name)
+    xs_ = sorted({c["crossover_seq_len"] for c in s["curves"] if c["crossover_seq_len"]})
+    where = (f"V2 starts winning at {xs_[0]:,} tokens" if len(xs_) == 1 else
+             f"V2 starts winning between {xs_[0]:,} and {xs_[-1]:,} tokens depending on the batch"
+             ) if xs_ else "V2 never wins here"
+    cap = (f"{prof}: solid V1 ends where its shared memory runs out, dashed V2 goes on to 1M "
+           f"tokens; {where} (dots).")
+    return name, cap
 
 
 def _interp(xs, ys, x):

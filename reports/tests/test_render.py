@@ -54,13 +54,13 @@ def render(tmp, with_inputs):
 with tempfile.TemporaryDirectory() as tmp:
     out = render(tmp, True)
     page = open(os.path.join(out, "index.html")).read()
-    for name in ("precision_f16", "precision_bf16", "bound_f16", "smem", "model_time",
+    for name in ("precision_f16", "precision_bf16", "bound_f16", "smem", "model_time_bi-v100", "model_time_h200",
                  "speedup_bi-v100", "gpu_measured"):
         for ext in ("png", "svg"):
             p = os.path.join(out, f"{name}.{ext}")
             check(os.path.exists(p) and os.path.getsize(p) > 1000, f"{name}.{ext} missing")
     imgs = re.findall(r'<img [^>]*src="([^"]*)"', page)
-    check(len(imgs) >= 7, f"expected 7 images, found {len(imgs)}")
+    check(len(imgs) >= 9, f"expected 9 images, found {len(imgs)}")
     check(all(s.startswith("data:image/png;base64,") for s in imgs), "an image is not embedded")
     check(page.count("<figcaption>") == len(imgs), "an image without a caption")
     check("prop_merge_comm" in page, "property campaign not rendered")
