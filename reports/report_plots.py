@@ -246,6 +246,8 @@ def gpu_plot(out, gpu):
     axes[0].set_yscale("log")
     axes[0].set_ylabel("time (µs)")
     axes[0].set_title(f"measured (thin) vs model (wide, pale): {gpu.get('device', '?')}")
+    fracs = [c.get("fraction_of_copy") or 0 for c in cases]
+    axes[1].set_ylim(0, max(1.05, max(fracs) * 1.1))
     axes[1].set_ylabel("achieved bandwidth / device-to-device copy")
     axes[1].set_title("achieved bandwidth as a fraction of a copy")
     handles = [plt.Line2D([], [], color="black", linestyle="-", label="V1"),

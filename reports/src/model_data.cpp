@@ -85,7 +85,7 @@ json limits_section(const std::vector<std::string>& profiles) {
     for (int kb : {32, 48, 64, 96, 128})
       band[std::to_string(kb)] = v1_max_seq_len(p.warp_size, 128, 16, kb * 1024LL);
     s["v1_max_seq_len_at_kb"] = band;
-    out[name] = s;
+    out[p.name] = s;
   }
   return out;
 }
@@ -135,7 +135,7 @@ json model_section(const std::vector<std::string>& profiles) {
                      {"reduce", kernel_json(h.reduce)},
                      {"v1_us", nullable(h.v1_us)},
                      {"v2_us", h.v2_us}};
-    out[name] = s;
+    out[d.name] = s;
   }
   return out;
 }

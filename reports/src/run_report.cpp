@@ -82,7 +82,10 @@ int run_report(const ReportOptions& o) {
   json data;
   data["schema_version"] = 1;
   data["size"] = size_name(o.size);
-  data["profiles"] = o.profiles;
+  // Sections are keyed by the profile's own name (a path given to --profile names a file).
+  std::vector<std::string> names;
+  for (const auto& p : o.profiles) names.push_back(emu::load_profile(p).name);
+  data["profiles"] = names;
   {
     std::time_t now = std::time(nullptr);
     char buf[64];
@@ -111,9 +114,10 @@ int run_report(const ReportOptions& o) {
     auto r = run_counted(c, pr, "emulator checks");
     emu::set_checks(before);
     json per_profile = json::object();
-    for (const auto& p : o.profiles) per_profile[p] = {{"cases", 0}, {"findings", json::array()}};
+    for (const auto& p : names) per_profile[p] = {{"cases", 0}, {"findings", json::array()}};
     for (const auto& row : r) {
       json& s = per_profile[row.profile];
+      if (s.is_null()) s = {{"cases", 0}, {"findings", json::array()}};
       s["cases"] = s["cases"].get<int>() + 1;
       // A refused V1 is the device's answer, not a finding; any other failure is.
       if (row.status == "error") s["findings"].push_back(row.kernel + ": " + row.reason);
