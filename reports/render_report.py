@@ -240,6 +240,19 @@ def main():
                 ("x", "V2 faster from (tokens)"), ("fits", "V1 still launchable there")]
         body.append("<h3>Where V2 starts winning</h3>" + html_table(cols, xrows))
         md.append("\n## Where V2 starts winning (model)\n\n" + md_table(cols, xrows))
+        crow = []
+        for prof, s in model.items():
+            for c in s.get("choices", []):
+                r = dict(c)
+                r["profile"] = prof
+                r["vllm"] = c["vllm"] + ("" if c["vllm"] == "v2" or c["v1_fits"]
+                                         else " (V1 would be refused)")
+                crow.append(r)
+        cols = [("profile", "profile"), ("num_seqs", "sequences"), ("seq_len", "seq_len"),
+                ("modelled", "choose_version with the model"), ("facts", "from device facts"),
+                ("vllm", "vLLM's rule"), ("reason", "why (model)")]
+        body.append("<h3>Which version each rule picks (32 heads, 8 KV heads, head size 128)</h3>"
+                    + html_table(cols, crow))
         hrows = []
         for prof, s in model.items():
             for k in ("v1", "v2", "reduce"):

@@ -9,6 +9,7 @@
 #include "emu/profile.h"
 #include "pagedattn/perfmodel.h"
 #include "pagedattn/resources.h"
+#include "pagedattn/version_select.h"
 
 namespace pagedattn::report {
 namespace {
@@ -126,6 +127,25 @@ json model_section(const std::vector<std::string>& profiles) {
                         {"crossover_v1_launchable", x > 0 && ex.v1.launchable}});
     }
     s["curves"] = curves;
+    // Which version each rule picks: ours with the model (choose_version(perf::Device)),
+    // ours from the device facts alone, and vLLM's constants.
+    const DeviceFacts facts{d.name, d.warp_size, d.multiprocessor_count,
+                            d.shared_memory_per_block_optin};
+    json choices = json::array();
+    for (int b : {1, 16, 256})
+      for (std::int64_t L : {512, 2048, 8192, 12144, 16384, 100000}) {
+        const VersionChoice m = choose_version(d, b, 32, 8, 128, 16, L);
+        choices.push_back(
+            {{"num_seqs", b},
+             {"seq_len", L},
+             {"modelled", version_name(m.version)},
+             {"reason", m.reason},
+             {"facts", version_name(choose_version(facts, b, 32, 128, 16, L).version)},
+             {"vllm", version_name(vllm_choose_version(b, 32, L))},
+             {"v1_fits",
+              L <= v1_max_seq_len(d.warp_size, 128, 16, d.shared_memory_per_block_optin)}});
+      }
+    s["choices"] = choices;
     const perf::Estimate h = perf::estimate(d, headline());
     s["headline"] = {{"workload",
                       "1 sequence, 32 heads, 8 KV heads, head size 128, block 16, "
