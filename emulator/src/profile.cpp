@@ -50,7 +50,7 @@ const char* kAllowed =
     "max_grid_dim, shared_memory_per_block, shared_memory_per_block_optin, "
     "shared_memory_per_multiprocessor, max_threads_per_multiprocessor, registers_per_block, "
     "compute_capability, total_global_memory, l2_cache_bytes, clock_mhz, memory_bandwidth_gbps, "
-    "fp32_tflops, fp16_tflops, expf_fast_ulp, partial_mask_syncwarp";
+    "fp32_tflops, fp16_tflops, expf_fast_ulp, partial_mask_syncwarp, performance_model";
 
 void apply_field(Profile& p, const std::string& key, const json& v, const std::string& origin) {
   if (key == "warp_size") {
@@ -198,6 +198,8 @@ Profile parse_profile(const std::string& text, const std::string& origin) {
       p.description = it->get<std::string>();
       continue;
     }
+    // Read and checked by the performance model (perfmodel/src/params.cpp), not here.
+    if (key == "performance_model") continue;
     const json* value = &*it;
     if (it->is_object()) {
       if (!it->contains("value"))

@@ -1,5 +1,8 @@
 #include "pagedattn/version_select.h"
 
+#include <cstdio>
+
+#include "pagedattn/perfmodel.h"
 #include "pagedattn/resources.h"
 
 namespace pagedattn {
@@ -37,6 +40,31 @@ VersionChoice choose_version(const DeviceFacts& device, int num_seqs, int num_he
   return {Version::v2, "num_seqs * num_heads = " + std::to_string(blocks) + " < 4 * " +
                            std::to_string(device.multiprocessor_count) +
                            " compute units: partitions add parallelism"};
+}
+
+VersionChoice choose_version(const perf::Device& device, int num_seqs, int num_heads,
+                             int num_kv_heads, int head_size, int block_size,
+                             std::int64_t max_seq_len, int partition_size, int cache_elem_bytes) {
+  DeviceFacts facts{device.name, device.warp_size, device.multiprocessor_count,
+                    device.shared_memory_per_block_optin};
+  VersionChoice fit = choose_version(facts, num_seqs, num_heads, head_size, block_size, max_seq_len,
+                                     partition_size);
+  const bool v1_refused = fit.version == Version::v2 && fit.reason.rfind("V1 needs", 0) == 0;
+  if (v1_refused || max_num_partitions(max_seq_len, partition_size) <= 1) return fit;
+  perf::Workload w;
+  w.num_seqs = num_seqs;
+  w.num_heads = num_heads;
+  w.num_kv_heads = num_kv_heads;
+  w.head_size = head_size;
+  w.block_size = block_size;
+  w.seq_len = max_seq_len;
+  w.partition_size = partition_size;
+  w.cache_elem_bytes = cache_elem_bytes;
+  const perf::Estimate e = perf::estimate(device, w);
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "modelled on %s: V1 %.1f us, V2 + reduce %.1f us",
+                device.name.c_str(), e.v1_us, e.v2_us);
+  return {e.v1_us <= e.v2_us ? Version::v1 : Version::v2, buf};
 }
 
 Version vllm_choose_version(int num_seqs, int num_heads, std::int64_t max_seq_len,

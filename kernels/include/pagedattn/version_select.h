@@ -14,11 +14,16 @@
 //   4. V1 if num_seqs * num_heads >= 4 * multiprocessor_count (enough blocks to fill the
 //      device; this is vLLM's 512 on a 128-SM device, 64 on BI-V100's 16 units);
 //   5. V2 otherwise: partitions add the parallelism the grid lacks.
+// The overload taking a perf::Device keeps rules 1 and 2 and then takes whichever version
+// the performance model (perfmodel/README.md) predicts faster for this call.
 #pragma once
 #include <cstdint>
 #include <string>
 
 namespace pagedattn {
+namespace perf {
+struct Device;
+}
 
 struct DeviceFacts {
   std::string name;
@@ -36,6 +41,12 @@ struct VersionChoice {
 
 VersionChoice choose_version(const DeviceFacts& device, int num_seqs, int num_heads, int head_size,
                              int block_size, std::int64_t max_seq_len, int partition_size = 512);
+
+// Rules 1 and 2, then the modelled faster version; the reason quotes both times.
+VersionChoice choose_version(const perf::Device& device, int num_seqs, int num_heads,
+                             int num_kv_heads, int head_size, int block_size,
+                             std::int64_t max_seq_len, int partition_size = 512,
+                             int cache_elem_bytes = 2);
 
 // vLLM's rule, for comparison (its V1 assumes shared memory never runs out).
 Version vllm_choose_version(int num_seqs, int num_heads, std::int64_t max_seq_len,

@@ -1,0 +1,98 @@
+// A first-order performance model of the PagedAttention kernels (V1, V2 and V2's reduce)
+// on a device profile: bytes moved, FLOPs, occupancy, waves over the compute units, a
+// roofline-style time and the launch overhead. Assumptions and the published numbers it
+// is checked against: perfmodel/README.md.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace emu {
+struct Profile;
+}
+
+namespace pagedattn::perf {
+
+// One model constant with where it came from (the profile files' convention).
+struct Param {
+  double value = 0;
+  std::string source;
+  std::string confidence;
+};
+
+// What the model knows of a device: the emulator profile's facts plus the
+// "performance_model" object of the same profile file.
+struct Device {
+  std::string name;
+  int warp_size = 32;
+  int multiprocessor_count = 1;
+  std::int64_t shared_memory_per_block_optin = 48 * 1024;
+  std::int64_t shared_memory_per_multiprocessor = 64 * 1024;
+  int max_threads_per_multiprocessor = 2048;
+  double clock_mhz = 1000;
+  double memory_bandwidth_gbps = 900;  // the profile's (often a vendor claim)
+  double fp32_tflops = 10;
+  // performance_model fields (defaults: the A100 calibration, README.md).
+  std::map<std::string, Param> model;
+  double param(const std::string& key) const;
+};
+
+// Names and defaults of the performance_model fields.
+const std::map<std::string, Param>& default_params();
+
+// From an emulator profile; reads "performance_model" from profile.file when it names a
+// file, else from the source/installed profile folder. Throws std::runtime_error naming
+// the file and field for a malformed model.
+Device device_from_profile(const emu::Profile& profile);
+// Loads by name or path (emu::load_profile) then device_from_profile.
+Device load_device(const std::string& name_or_path);
+
+struct Workload {
+  int num_seqs = 1;
+  int num_heads = 32;
+  int num_kv_heads = 8;
+  int head_size = 128;
+  int block_size = 16;
+  std::int64_t seq_len = 1000;  // every sequence this long
+  int partition_size = 512;
+  int cache_elem_bytes = 2;  // K/V element: 4 f32, 2 f16/bf16, 1 fp8
+  int io_elem_bytes = 2;     // query and output element
+};
+
+struct KernelEstimate {
+  std::string kernel;  // "v1", "v2", "reduce"
+  bool launchable = true;
+  std::string reason;  // why not, when not launchable
+  std::int64_t blocks = 0;
+  int threads_per_block = 128;
+  std::int64_t smem_bytes = 0;
+  int resident_blocks_per_sm = 0;
+  std::string occupancy_limiter;  // "threads", "registers", "shared memory", "blocks"
+  double occupancy = 0;           // resident threads / max threads per SM
+  double waves = 0;               // blocks / (SMs * resident blocks per SM)
+  double dram_bytes = 0;          // unique bytes to and from device memory
+  double flops = 0;
+  double t_issue_us = 0;   // the busiest SM's block work
+  double t_memory_us = 0;  // dram_bytes at the achievable bandwidth
+  double t_flops_us = 0;   // flops at the fp32 peak
+  double t_launch_us = 0;
+  double time_us = 0;             // max(issue, memory, flops) + launch
+  std::string bound;              // "issue", "memory" or "flops"
+  double bandwidth_fraction = 0;  // dram_bytes / time / memory_bandwidth_gbps
+};
+
+struct Estimate {
+  KernelEstimate v1, v2, reduce;
+  double v1_us = 0;  // infinity when V1 cannot launch
+  double v2_us = 0;  // V2 + reduce
+};
+
+Estimate estimate(const Device& device, const Workload& w);
+
+// The shortest seq_len (searched on a grid of `step` tokens up to `max_len`) from which V2's
+// modelled time is below V1's (or V1 stops fitting); 0 if V2 never wins up to max_len.
+std::int64_t crossover_seq_len(const Device& device, Workload w, std::int64_t max_len,
+                               std::int64_t step);
+
+}  // namespace pagedattn::perf

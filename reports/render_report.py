@@ -1,0 +1,372 @@
+"""Renders the precision and performance report.
+
+usage: /usr/bin/python3 render_report.py DIR
+
+Reads DIR/report-data.json and DIR/audit.json (written by `pagedattn report`) and the
+files report-data.json names (the property campaign, the mutation score, the GPU
+results); a missing input makes its section say "not available". Writes plots (PNG and
+SVG), DIR/index.html (self-contained: images as data URIs) and DIR/summary.md.
+"""
+import base64
+import glob
+import html
+import json
+import math
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import report_plots as rp  # noqa: E402
+
+NA = "not available"
+
+
+def load_json(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def fmt(v, digits=3):
+    if v is None:
+        return NA
+    if isinstance(v, str):
+        return v
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, int):
+        return f"{v:,}"
+    if math.isinf(v):
+        return "inf"
+    if v != 0 and (abs(v) >= 1e5 or abs(v) < 1e-3):
+        return f"{v:.{digits}g}"
+    return f"{v:.{digits}g}" if abs(v) < 1 else f"{v:,.{max(digits - 2, 1)}f}"
+
+
+def num(v):
+    return rp._num(v)
+
+
+def worst(rows, key):
+    vals = [num(r.get(key)) for r in rows if num(r.get(key)) is not None]
+    return max(vals) if vals else None
+
+
+def verdict(data, rows, campaign, mutation):
+    out = []
+    dtypes = sorted({r["dtype"] for r in rows})
+    for prof in data["profiles"]:
+        for dt in dtypes:
+            ours = [r for r in rows if r["profile"] == prof and r["dtype"] == dt
+                    and r["numerics"] == "ours" and r.get("status") == "ok"]
+            errors = [r for r in rows if r["profile"] == prof and r["dtype"] == dt
+                      and r.get("status") == "error"]
+            checks = data.get("emulator_checks", {}).get("profiles", {}).get(prof)
+            model = data.get("model", {}).get(prof, {}).get("headline", {})
+            row = {
+                "profile": prof,
+                "dtype": dt,
+                "worst_ulp": worst(ours, "max_ulp_err"),
+                "worst_over_bound": worst(ours, "err_over_bound"),
+                "cases": len(ours),
+                "errors": len(errors),
+                "property_cases": None,
+                "property_failures": None,
+                "mutation_score": None,
+                "checks_clean": None if checks is None else checks.get("clean"),
+                "v1_longest": data.get("limits", {}).get(prof, {}).get("v1_max_seq_len"),
+                "v2_100k_us": model.get("v2_us"),
+            }
+            if campaign and isinstance(campaign.get("properties"), list):
+                row["property_cases"] = sum(p.get("cases", 0) for p in campaign["properties"])
+                row["property_failures"] = sum(p.get("failures", 0)
+                                               for p in campaign["properties"])
+            if mutation and isinstance(mutation.get("source"), dict):
+                row["mutation_score"] = mutation["source"].get("score")
+            out.append(row)
+    return out
+
+
+VERDICT_COLS = [
+    ("profile", "profile"), ("dtype", "dtype"),
+    ("worst_ulp", "worst error (ulps, our numerics)"),
+    ("worst_over_bound", "worst error / bound"),
+    ("property_cases", "property cases run"), ("property_failures", "property failures"),
+    ("mutation_score", "mutation score"),
+    ("checks_clean", "emulator checks clean"),
+    ("v1_longest", "V1's longest sequence (tokens)"),
+    ("v2_100k_us", "modelled V2 at 100K tokens (µs)"),
+]
+
+
+def html_table(cols, rows):
+    h = "<table><tr>" + "".join(f"<th>{html.escape(c[1])}</th>" for c in cols) + "</tr>"
+    for r in rows:
+        h += "<tr>" + "".join(f"<td>{html.escape(fmt(r.get(c[0])))}</td>" for c in cols) + "</tr>"
+    return h + "</table>"
+
+
+def md_table(cols, rows):
+    m = "| " + " | ".join(c[1] for c in cols) + " |\n|" + "---|" * len(cols) + "\n"
+    for r in rows:
+        m += "| " + " | ".join(fmt(r.get(c[0])) for c in cols) + " |\n"
+    return m
+
+
+def figure(out, name, caption):
+    with open(os.path.join(out, name + ".png"), "rb") as f:
+        b64 = base64.b64encode(f.read()).decode()
+    return (f'<figure><img alt="{html.escape(caption)}" src="data:image/png;base64,{b64}">'
+            f'<figcaption>{html.escape(caption)} <a href="{name}.svg">SVG</a></figcaption>'
+            "</figure>")
+
+
+def na(what):
+    return f'<p class="na">{html.escape(what)}: {NA}.</p>'
+
+
+CSS = """
+body{font-family:system-ui,sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;color:#222}
+table{border-collapse:collapse;margin:0.8em 0;font-size:0.9em}
+th,td{border:1px solid #ccc;padding:3px 8px;text-align:right}
+th{background:#f2f2f2;text-align:center}
+td:first-child,td:nth-child(2){text-align:left}
+figure{margin:1.2em 0}
+figure img{max-width:100%;border:1px solid #eee}
+figcaption{font-style:italic;color:#444;margin-top:0.3em}
+.na{color:#a00;font-weight:bold}
+code{background:#f5f5f5;padding:0 3px}
+"""
+
+
+def main():
+    if len(sys.argv) != 2:
+        print(__doc__, file=sys.stderr)
+        return 2
+    out = sys.argv[1]
+    data = load_json(os.path.join(out, "report-data.json"))
+    if data is None:
+        print(f"render_report.py: {out}/report-data.json is missing or not JSON", file=sys.stderr)
+        return 1
+    audit = load_json(os.path.join(out, "audit.json")) or {"cases": []}
+    rows = audit.get("cases", [])
+    inputs = data.get("inputs", {})
+    campaign = load_json(inputs.get("campaign", "")) if inputs.get("campaign") else None
+    mutation = load_json(inputs.get("mutation", "")) if inputs.get("mutation") else None
+    gpu = data.get("gpu")
+    gpu_files = sorted(glob.glob(os.path.join(inputs.get("gpu_dir", ""), "*.json"))) \
+        if inputs.get("gpu_dir") else []
+
+    body = []
+    md = []
+    body.append("<h1>pagedattn: precision and performance report</h1>")
+    body.append(f"<p>Generated {html.escape(data.get('generated', '?'))}, grid "
+                f"<code>{html.escape(data.get('size', '?'))}</code>, profiles "
+                f"{html.escape(', '.join(data['profiles']))}; {len(rows)} audited kernel calls. "
+                "Errors are measured on the CPU emulator against the exact reference; times are "
+                "a model's predictions unless the GPU section says otherwise.</p>")
+    md.append("# pagedattn report summary\n")
+    md.append(f"Generated {data.get('generated', '?')}, grid `{data.get('size')}`, "
+              f"{len(rows)} audited kernel calls. Full page: `index.html`.\n")
+
+    # Verdict
+    v = verdict(data, rows, campaign, mutation)
+    body.append("<h2>Verdict</h2>")
+    body.append(html_table(VERDICT_COLS, v))
+    notes = []
+    if all(r["worst_over_bound"] is None for r in v):
+        notes.append("error / bound: not available (the audit rows carry no bound yet)")
+    if campaign is None:
+        notes.append(f"property campaign: not available ({inputs.get('campaign')} missing)")
+    if mutation is None:
+        notes.append(f"mutation score: not available ({inputs.get('mutation')} missing)")
+    if notes:
+        body.append("<p>" + "<br>".join(html.escape(n) for n in notes) + "</p>")
+    body.append("<p>V1's longest sequence: head size 128, block size 16, at the profile's "
+                "opt-in shared-memory limit. Modelled V2 at 100K: 1 sequence, 32 heads over 8 KV "
+                "heads, head size 128, fp16 (the headline case).</p>")
+    md.append("## Verdict\n\n" + md_table(VERDICT_COLS, v))
+    for n in notes:
+        md.append(f"- {n}\n")
+
+    # Precision
+    body.append("<h2>Precision against seq_len</h2>")
+    sweep = [r for r in rows if r.get("distribution") == "normal" and r["num_heads"] == 8]
+    for dt in sorted({r["dtype"] for r in sweep}):
+        ok, cap = rp.precision_plot(out, sweep, dt, "max_ulp_err", f"precision_{dt}")
+        body.append(figure(out, f"precision_{dt}", cap) if ok else na(f"precision ({dt})"))
+    body.append("<h3>Error over the proved bound</h3>")
+    bound_rows = [r for r in sweep if r.get("err_over_bound") is not None]
+    if bound_rows:
+        for dt in sorted({r["dtype"] for r in bound_rows}):
+            ok, cap = rp.precision_plot(out, bound_rows, dt, "err_over_bound", f"bound_{dt}")
+            body.append(figure(out, f"bound_{dt}", cap))
+    else:
+        body.append(na("error / bound (audit rows have bound = null until the bound lands)"))
+    head = [r for r in rows if r["seq_len"] == 100000 and r["num_heads"] == 32]
+    if head:
+        cols = [("profile", "profile"), ("kernel", "kernel"), ("numerics", "numerics"),
+                ("status", "status"), ("max_ulp_err", "max error (ulps)"),
+                ("max_abs_err", "max abs error"), ("time_s", "emulator time (s)"),
+                ("reason", "why not launched")]
+        body.append("<h3>Headline case: 1 sequence, 32 heads, 8 KV heads, head size 128, "
+                    "100,000 tokens, fp16</h3>" + html_table(cols, head))
+        md.append("\n## Headline case (100,000 tokens, fp16)\n\n" + md_table(cols[:6], head))
+
+    # Shared memory
+    body.append("<h2>Shared memory</h2>")
+    if data.get("limits"):
+        body.append(figure(out, "smem", rp.smem_plot(out, data["limits"])))
+    else:
+        body.append(na("limits"))
+
+    # Performance model
+    body.append("<h2>Performance model</h2>")
+    model = data.get("model") or {}
+    if model:
+        for prof in model:
+            body.append(figure(out, *rp.model_plot(out, model, prof)))
+        if "bi-v100" in model:
+            body.append(figure(out, "speedup_bi-v100", rp.speedup_plot(out, model, "bi-v100")))
+        xrows = []
+        for prof, s in model.items():
+            for c in s["curves"]:
+                xrows.append({"profile": prof, "num_seqs": c["num_seqs"],
+                              "x": c["crossover_seq_len"] or "never (up to 1M)",
+                              "fits": c.get("crossover_v1_launchable")})
+        cols = [("profile", "profile"), ("num_seqs", "sequences"),
+                ("x", "V2 faster from (tokens)"), ("fits", "V1 still launchable there")]
+        body.append("<h3>Where V2 starts winning</h3>" + html_table(cols, xrows))
+        md.append("\n## Where V2 starts winning (model)\n\n" + md_table(cols, xrows))
+        crow = []
+        for prof, s in model.items():
+            for c in s.get("choices", []):
+                r = dict(c)
+                r["profile"] = prof
+                r["vllm"] = c["vllm"] + ("" if c["vllm"] == "v2" or c["v1_fits"]
+                                         else " (V1 would be refused)")
+                crow.append(r)
+        cols = [("profile", "profile"), ("num_seqs", "sequences"), ("seq_len", "seq_len"),
+                ("modelled", "choose_version with the model"), ("facts", "from device facts"),
+                ("vllm", "vLLM's rule"), ("reason", "why (model)")]
+        body.append("<h3>Which version each rule picks (32 heads, 8 KV heads, head size 128)</h3>"
+                    + html_table(cols, crow))
+        hrows = []
+        for prof, s in model.items():
+            for k in ("v1", "v2", "reduce"):
+                e = dict(s["headline"][k])
+                e["profile"] = prof
+                e["mb"] = e["dram_bytes"] / 1e6
+                hrows.append(e)
+        cols = [("profile", "profile"), ("kernel", "kernel"), ("launchable", "launchable"),
+                ("blocks", "blocks"), ("smem_bytes", "shared memory (B)"),
+                ("resident_blocks_per_sm", "resident blocks/SM"),
+                ("occupancy_limiter", "limited by"), ("waves", "waves"),
+                ("mb", "DRAM (MB)"), ("t_issue_us", "issue (µs)"), ("t_memory_us", "memory (µs)"),
+                ("time_us", "time (µs)"), ("bound", "bound"),
+                ("bandwidth_fraction", "fraction of peak bandwidth")]
+        body.append("<h3>The headline case in the model (100,000 tokens)</h3>"
+                    + html_table(cols, hrows))
+        pub = data.get("published") or {}
+        prow = []
+        for r in pub.get("times", []):
+            r = dict(r)
+            for k in ("v1", "v2"):
+                m, p = r.get(f"model_{k}_us"), r.get(f"published_{k}_us")
+                r[f"d{k}"] = f"{(m - p) / p * 100:+.0f}%" if m is not None and p else NA
+            r["cal"] = "calibrated on it" if r.get("calibrated_here") else "held out"
+            prow.append(r)
+        cols = [("source", "source"), ("setting", "setting"),
+                ("published_v1_us", "published V1 (µs)"), ("model_v1_us", "model V1 (µs)"),
+                ("dv1", "V1 off by"), ("published_v2_us", "published V2 (µs)"),
+                ("model_v2_us", "model V2 (µs)"), ("dv2", "V2 off by"), ("cal", "use")]
+        body.append("<h3>Model against published measurements (a100 profile)</h3>"
+                    + html_table(cols, prow))
+        md.append("\n## Model against published measurements\n\n" + md_table(cols, prow))
+        bcols = [("setting", "setting"), ("model_v2_us", "model V2 + reduce (µs)"),
+                 ("model_bandwidth_fraction", "model fraction of peak bandwidth"),
+                 ("published", "published")]
+        body.append(html_table(bcols, pub.get("bandwidth", [])))
+        md.append("\n" + md_table(bcols, pub.get("bandwidth", [])))
+        prow = []
+        for prof, s in model.items():
+            for k, p in sorted(s["params"].items()):
+                prow.append({"profile": prof, "param": k, "value": p["value"],
+                             "source": p["source"], "confidence": p["confidence"]})
+        cols = [("profile", "profile"), ("param", "parameter"), ("value", "value"),
+                ("source", "source"), ("confidence", "confidence")]
+        body.append("<details><summary>Model parameters and their sources</summary>"
+                    + html_table(cols, prow) + "</details>")
+    else:
+        body.append(na("performance model"))
+
+    # GPU
+    body.append("<h2>Measured on a GPU</h2>")
+    if gpu and gpu.get("cases"):
+        cap = rp.gpu_plot(out, gpu)
+        body.append(figure(out, "gpu_measured", cap) if cap else na("GPU timings"))
+        cols = [("kernel", "kernel"), ("num_seqs", "sequences"), ("seq_len", "seq_len"),
+                ("time_us", "measured (µs)"), ("model_us", "model (µs)"),
+                ("achieved_gbps", "achieved GB/s"), ("fraction_of_copy", "fraction of copy")]
+        hl = [c for c in gpu["cases"] if c.get("headline")]
+        body.append(f"<p>Device: {html.escape(str(gpu.get('device')))}; device-to-device copy "
+                    f"{fmt(gpu.get('copy_bandwidth_gbps'))} GB/s; model profile "
+                    f"{html.escape(str(gpu.get('model_profile')))}.</p>")
+        if hl:
+            body.append("<h3>Headline case</h3>" + html_table(cols, hl))
+            md.append("\n## Measured on " + str(gpu.get("device")) + "\n\n" + md_table(cols, hl))
+    else:
+        body.append(na(f"GPU measurements (no gpu_bench.json in {inputs.get('gpu_dir')}; run "
+                       "scripts/gpu_check.sh on a machine with an NVIDIA GPU)"))
+        md.append("\n## Measured on a GPU\n\nnot available\n")
+    if gpu_files:
+        body.append("<p>GPU files read: " + ", ".join(html.escape(os.path.basename(f))
+                                                     for f in gpu_files) + "</p>")
+
+    # Properties and mutation
+    body.append("<h2>Property campaign</h2>")
+    if campaign and isinstance(campaign.get("properties"), list):
+        cols = [("name", "property"), ("cases", "cases"), ("discards", "discards"),
+                ("failures", "failures"), ("worst_err_over_bound", "worst error / bound"),
+                ("cases_per_s", "cases/s")]
+        body.append(f"<p>seed {html.escape(str(campaign.get('seed')))}, shards "
+                    f"{html.escape(str(campaign.get('shards')))}</p>"
+                    + html_table(cols, campaign["properties"]))
+    else:
+        body.append(na(f"property campaign ({inputs.get('campaign')})"))
+    body.append("<h2>Mutation testing</h2>")
+    if mutation and isinstance(mutation.get("source"), dict):
+        src = mutation["source"]
+        kw = mutation.get("known_wrong", [])
+        body.append(f"<p>Source mutants: {fmt(src.get('killed'))} killed, "
+                    f"{fmt(src.get('survived'))} survived, {fmt(src.get('equivalent'))} "
+                    f"equivalent; score {fmt(src.get('score'))}. Known-wrong variants killed: "
+                    f"{sum(1 for k in kw if k.get('killed'))} of {len(kw)}.</p>")
+    else:
+        body.append(na(f"mutation score ({inputs.get('mutation')})"))
+
+    body.append("<h2>Emulator checks</h2>")
+    ec = data.get("emulator_checks")
+    if ec:
+        crow = [{"profile": p, "cases": s["cases"], "clean": s["clean"],
+                 "findings": "; ".join(s["findings"]) or "none"}
+                for p, s in ec["profiles"].items()]
+        body.append(f"<p>{html.escape(ec['checks'])} on {html.escape(ec['grid'])}.</p>"
+                    + html_table([("profile", "profile"), ("cases", "kernel calls"),
+                                  ("clean", "clean"), ("findings", "findings")], crow))
+    else:
+        body.append(na("emulator checks"))
+
+    page = ("<!DOCTYPE html><html><head><meta charset='utf-8'><title>pagedattn report</title>"
+            f"<style>{CSS}</style></head><body>" + "\n".join(body) + "</body></html>")
+    with open(os.path.join(out, "index.html"), "w") as f:
+        f.write(page)
+    with open(os.path.join(out, "summary.md"), "w") as f:
+        f.write("\n".join(m.strip("\n") + "\n" for m in md))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
