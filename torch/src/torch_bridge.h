@@ -6,6 +6,7 @@
 #include <c10/util/Optional.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "pagedattn/api.h"
@@ -46,6 +47,8 @@ namespace pagedattn_torch {
 // dispatch key is registered. Elsewhere: an error naming the device, and false.
 pagedattn::DeviceFacts cuda_device_facts(const std::string& device);
 bool cuda_registered();
+// Makes `device` current while the returned guard lives (CUDA builds; else nothing).
+std::shared_ptr<void> enter_device(const c10::Device& device);
 
 // One-element float32 tensor (vLLM's newer k_scale / v_scale) -> double.
 double scale_value(const at::Tensor& t, const char* name);

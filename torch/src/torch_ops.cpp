@@ -155,6 +155,7 @@ void run_attention(const AttentionArgs& a, const pagedattn::Backend& backend,
   const auto exp_sums = view_of(a.exp_sums, "exp_sums", kFloat32);
   const auto max_logits = view_of(a.max_logits, "max_logits", kFloat32);
   const auto tmp_out = view_of(tmp, "tmp_out", kTmpOut);
+  const std::shared_ptr<void> guard = enter_device(device);
   translate_errors([&] {
     if (device.is_meta()) {  // shapes only (fake tensors): validate, compute nothing
       pagedattn::validate_attention(
@@ -205,6 +206,7 @@ void run_reduce(const at::Tensor& out_t, const at::Tensor& exp_sums_t,
                     "pagedattn: partition_size must be in [", pagedattn::kMinPartitionSize, ", ",
                     pagedattn::kMaxPartitionSize, "], got ", partition_size);
   options.partition_size = static_cast<int>(partition_size);
+  const std::shared_ptr<void> guard = enter_device(device);
   translate_errors([&] {
     if (device.is_meta()) {
       pagedattn::validate_reduce(out, exp_sums, max_logits, tmp_out, seq_lens, max_seq_len,
@@ -225,6 +227,9 @@ pagedattn::DeviceFacts cuda_device_facts(const std::string& device) {
 }
 bool cuda_registered() {
   return false;
+}
+std::shared_ptr<void> enter_device(const c10::Device&) {
+  return nullptr;
 }
 #endif
 
