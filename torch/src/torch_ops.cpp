@@ -202,7 +202,9 @@ void run_reduce(const at::Tensor& out_t, const at::Tensor& exp_sums_t,
   const auto tmp_out = view_of(tmp, "tmp_out", kTmpOut);
   const auto seq_lens = view_of(seq_lens_t, "seq_lens", kInt32);
   pagedattn::Options options;
-  TORCH_CHECK_VALUE(partition_size > 0 && partition_size <= pagedattn::kMaxPartitionSize,
+  // The library checks the rule too; this keeps an int64 out of int's range from wrapping.
+  TORCH_CHECK_VALUE(partition_size >= pagedattn::kMinPartitionSize &&
+                        partition_size <= pagedattn::kMaxPartitionSize,
                     "pagedattn: partition_size must be in [", pagedattn::kMinPartitionSize, ", ",
                     pagedattn::kMaxPartitionSize, "], got ", partition_size);
   options.partition_size = static_cast<int>(partition_size);
