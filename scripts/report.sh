@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install_deps.sh
-build=${BUILD_DIR:-build}
+build=${BUILD_DIR:-build-release}  # its own folder: test.sh's build/ is RelWithDebInfo
 out=${OUT_DIR:-out/report}
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$build" -j "$(nproc)" --target pagedattn

@@ -61,4 +61,5 @@ int run_report(Settings& s) {
   return pagedattn::report::run_report(o);
 }
 
+}  // namespace
 }  // namespace cli

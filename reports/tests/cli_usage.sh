@@ -16,10 +16,10 @@ expect() {  # expect PATTERN ARGS...: exit 2, PATTERN on stderr, nothing under $
   fi
   if [ -e "$tmp/out" ]; then echo "report $*: wrote $tmp/out"; fail=1; fi
 }
-expect "exclude each other" --quick --full
+expect "--quick excludes --full" --quick --full
 expect "known: a100, bi-v100, h200" --profile nope
 expect "1..256" --threads 0
 expect "unknown flag" --bogus
-expect "no positional" extra
+expect "unexpected argument .extra. (allowed: {--help, --out" extra
 "$pagedattn" report --help | grep -q -- "--quick" || { echo "report --help"; fail=1; }
 exit $fail

@@ -11,6 +11,10 @@
 #    label and the checks themselves in the emulator label.
 #  - emulator.install_and_consume: installs the package and builds a consumer project
 #    with the default flags; it tests packaging, not memory safety.
+#  - racecheck's hazard-mode tests (emulator/tests: test_racecheck_hazard,
+#    test_kernels_hazard) are not built: their kernels are compiled with
+#    -fsanitize=thread, which gcc refuses beside -fsanitize=address. They run in the
+#    main ctest run.
 # The emulator's memcheck catches device out-of-bounds with guard pages and its own
 # SIGSEGV handler. ASan lets a program install its own handler (allow_user_segv_handler
 # is on by default), and the emulator's handler hands faults that are not its own back
