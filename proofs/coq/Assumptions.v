@@ -20,6 +20,12 @@ Goal True. idtac "THEOREM shift_invariance". Abort.
 Print Assumptions shift_invariance.
 Goal True. idtac "THEOREM empty_partitions_neutral". Abort.
 Print Assumptions empty_partitions_neutral.
+Goal True. idtac "THEOREM merge_code_eq". Abort.
+Print Assumptions merge_code_eq.
+Goal True. idtac "THEOREM weighted_sum_eq_fold". Abort.
+Print Assumptions weighted_sum_eq_fold.
+Goal True. idtac "THEOREM weighted_sum_softmax". Abort.
+Print Assumptions weighted_sum_softmax.
 Goal True. idtac "THEOREM merge_step_error_s". Abort.
 Print Assumptions merge_step_error_s.
 Goal True. idtac "THEOREM merge_step_error". Abort.

@@ -489,3 +489,130 @@ Theorem empty_partitions_neutral :
   forall t, of_tokens [] = Empty /\
             eval (Node (Leaf []) t) = eval t /\ eval (Node t (Leaf [])) = eval t.
 Proof. intros t. split; [reflexivity|]. simpl. apply merge_empty_identity. Qed.
+
+(** * The code as written: normalized weights, the clamp, and the two-pass reduce *)
+
+(** [PartitionState::merge] (lse_state.h) does not divide w1 o1 + w2 o2 by s: it forms the
+    normalized weights a_i = w_i / s, then x = a1 o1 + a2 o2, then clamps x to
+    [lo, hi] = [min(o1, o2), max(o1, o2)] by comparisons. [merge_code] is that code, line
+    by line ([lo2], [hi2] and [clamp] are its conditional expressions); [merge_code_eq]
+    shows it is [merge] in exact arithmetic, so every theorem above is about it. *)
+Definition clamp (lo hi x : R) : R :=
+  if Rlt_dec x lo then lo else if Rlt_dec hi x then hi else x.
+Definition lo2 (o1 o2 : R) : R := if Rlt_dec o1 o2 then o1 else o2.
+Definition hi2 (o1 o2 : R) : R := if Rlt_dec o1 o2 then o2 else o1.
+
+Definition merge_code (a b : state) : state :=
+  match a, b with
+  | _, Empty => a
+  | Empty, _ => b
+  | St m1 s1 o1, St m2 s2 o2 =>
+      let M := Rmax m1 m2 in
+      let w1 := s1 * exp (m1 - M) in
+      let w2 := s2 * exp (m2 - M) in
+      let s := w1 + w2 in
+      let a1 := w1 / s in
+      let a2 := w2 / s in
+      St M s (clamp (lo2 o1 o2) (hi2 o1 o2) (a1 * o1 + a2 * o2))
+  end.
+
+Lemma clamp_id : forall lo hi x, lo <= x <= hi -> clamp lo hi x = x.
+Proof.
+  intros lo hi x [H1 H2]. unfold clamp.
+  destruct (Rlt_dec x lo); [lra|]. destruct (Rlt_dec hi x); [lra|reflexivity].
+Qed.
+
+(** The exact merge's output is a convex combination of o1 and o2. *)
+Lemma convex_in : forall w1 w2 o1 o2, 0 <= w1 -> 0 <= w2 -> 0 < w1 + w2 ->
+  lo2 o1 o2 <= (w1 * o1 + w2 * o2) / (w1 + w2) <= hi2 o1 o2.
+Proof.
+  intros w1 w2 o1 o2 H1 H2 Hs.
+  set (p := w2 / (w1 + w2)).
+  assert (E : (w1 * o1 + w2 * o2) / (w1 + w2) = o1 + p * (o2 - o1)) by (unfold p; field; lra).
+  assert (P0 : 0 <= p) by (unfold p; apply Rmult_le_pos; [lra|left; apply Rinv_0_lt_compat; lra]).
+  assert (P1 : p <= 1).
+  { unfold p. apply (Rmult_le_reg_r (w1 + w2)); [lra|].
+    unfold Rdiv. rewrite Rmult_assoc, Rinv_l by lra. lra. }
+  rewrite E. unfold lo2, hi2. destruct (Rlt_dec o1 o2); split; nra.
+Qed.
+
+Theorem merge_code_eq : forall a b, valid a -> valid b -> merge_code a b = merge a b.
+Proof.
+  intros [|m1 s1 o1] [|m2 s2 o2] Ha Hb; simpl in *; try reflexivity.
+  set (M := Rmax m1 m2).
+  set (w1 := s1 * exp (m1 - M)). set (w2 := s2 * exp (m2 - M)).
+  assert (P1 : 0 < w1) by (apply Rmult_lt_0_compat; [lra|apply exp_pos]).
+  assert (P2 : 0 < w2) by (apply Rmult_lt_0_compat; [lra|apply exp_pos]).
+  assert (E : w1 / (w1 + w2) * o1 + w2 / (w1 + w2) * o2 = (w1 * o1 + w2 * o2) / (w1 + w2))
+    by (field; lra).
+  rewrite E, clamp_id; [reflexivity|]. apply convex_in; lra.
+Qed.
+
+(** The V2 reduce ([WeightedSum] in lse_state.h, kernels/src/reduce_kernel.cuh) does not fold
+    merges: it takes a reference max M (the kernel's is the exact max of the partitions' m),
+    weighs each state by w_p = s_p exp(m_p - M) ([weight_at]: an empty state weighs 0), and
+    returns sum_p w_p o_p / sum_p w_p, or 0 when the total is 0 ([normalized]). The code
+    skips weights that are 0, which changes no exact sum. *)
+Definition wt (M : R) (a : state) : R := match a with Empty => 0 | St m s _ => s * exp (m - M) end.
+Definition wto (M : R) (a : state) : R := match a with Empty => 0 | St m s o => s * exp (m - M) * o end.
+Definition sumst (f : state -> R) (l : list state) : R := fold_right (fun a acc => f a + acc) 0 l.
+
+Definition weighted_sum (M : R) (l : list state) : R :=
+  let total := sumst (wt M) l in
+  if Req_EM_T total 0 then 0 else sumst (wto M) l / total.
+
+Lemma fold_merge_sums : forall l acc, valid acc -> Forall valid l ->
+  let r := fold_left merge l acc in
+  valid r /\ Zd r = Zd acc + sumst Zd l /\ Nd r = Nd acc + sumst Nd l.
+Proof.
+  induction l as [|a l IH]; intros acc V Fl; simpl.
+  - repeat split; auto; ring.
+  - inversion Fl as [|? ? Va Fl']; subst.
+    destruct (IH (merge acc a) (valid_merge _ _ V Va) Fl') as [H1 [H2 H3]].
+    split; [exact H1|]. rewrite H2, H3, Zd_merge, Nd_merge by assumption. split; ring.
+Qed.
+
+Lemma sumst_scale : forall f g c l, (forall a, g a = f a * c) -> sumst g l = sumst f l * c.
+Proof. intros f g c l H. induction l; simpl; [ring|]. rewrite H, IHl. ring. Qed.
+
+(** The two-pass weighted sum is the left fold of [merge] (so, by [fold_merge_sums] and the
+    fold theorem, softmax . v), for every reference M: the factor exp(-M) cancels. *)
+Theorem weighted_sum_eq_fold : forall M l, Forall valid l ->
+  weighted_sum M l = out (fold_left merge l Empty).
+Proof.
+  intros M l Fl. destruct (fold_merge_sums l Empty I Fl) as [V [HZ HN]].
+  simpl in HZ, HN. rewrite Rplus_0_l in HZ, HN.
+  assert (SW : sumst (wt M) l = sumst Zd l * exp (- M)).
+  { apply sumst_scale. intros [|m s o]; simpl; [ring|].
+    replace (m - M) with (m + - M) by ring. rewrite exp_plus. ring. }
+  assert (SN : sumst (wto M) l = sumst Nd l * exp (- M)).
+  { apply sumst_scale. intros [|m s o]; simpl; [ring|].
+    replace (m - M) with (m + - M) by ring. rewrite exp_plus. ring. }
+  unfold weighted_sum. rewrite SW, SN.
+  set (r := fold_left merge l Empty) in *.
+  destruct (Req_EM_T (sumst Zd l * exp (- M)) 0) as [Z|NZ].
+  - assert (Z0 : Zd r = 0).
+    { rewrite HZ. destruct (Rmult_integral _ _ Z) as [Z'|Z']; [exact Z'|].
+      exfalso. apply (exp_ne0 (- M)), Z'. }
+    destruct r as [|m s o]; [reflexivity|]. simpl in Z0, V.
+    exfalso. pose proof (exp_pos m). nra.
+  - assert (Ne : r <> Empty) by (intros E; rewrite E in HZ; simpl in HZ; apply NZ; rewrite <- HZ; ring).
+    rewrite (out_ZN r V Ne), HZ, HN. field. split; [|apply exp_ne0].
+    intros Z. apply NZ. rewrite Z. ring.
+Qed.
+
+(** The reduce over the partitions' states gives softmax . v, at any reference M. *)
+Corollary weighted_sum_softmax : forall M (ps : list (list token)) (toks : list token),
+  Permutation (concat ps) toks -> toks <> [] ->
+  weighted_sum M (map of_tokens ps) = softmax toks.
+Proof.
+  intros M ps toks P Hne.
+  assert (Fv : Forall valid (map of_tokens ps)).
+  { apply Forall_forall. intros a Ha. apply in_map_iff in Ha.
+    destruct Ha as [p [<- _]]. apply valid_of_tokens. }
+  rewrite weighted_sum_eq_fold by exact Fv.
+  replace (fold_left merge (map of_tokens ps) Empty) with (fold_states ps).
+  - exact (proj2 (fold_partitions_softmax_left ps toks P Hne)).
+  - unfold fold_states. clear. generalize Empty.
+    induction ps as [|p ps IH]; intros acc; simpl; [reflexivity|apply IH].
+Qed.
