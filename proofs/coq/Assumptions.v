@@ -30,11 +30,7 @@ Goal True. idtac "THEOREM merge_step_error_s". Abort.
 Print Assumptions merge_step_error_s.
 Goal True. idtac "THEOREM merge_step_error". Abort.
 Print Assumptions merge_step_error.
+Goal True. idtac "THEOREM weighted_sum_error". Abort.
+Print Assumptions weighted_sum_error.
 Goal True. idtac "THEOREM fold_error". Abort.
 Print Assumptions fold_error.
-Goal True. idtac "THEOREM fold_error_o". Abort.
-Print Assumptions fold_error_o.
-Goal True. idtac "THEOREM merge_step_error_fma". Abort.
-Print Assumptions merge_step_error_fma.
-Goal True. idtac "THEOREM fold_error_tree". Abort.
-Print Assumptions fold_error_tree.
