@@ -546,17 +546,20 @@ Definition ws_result (ta : R * R) : R :=
   if Req_EM_T (fst ta) 0 then 0 else rnd (snd ta / fst ta).
 
 (** Hypotheses, partition by partition, on the values the fold computes: m is a float and
-    s >= 0, m <= M <= m + G, exp_fn is within e_exp on rnd(m - M), and neither the weight's
-    product nor the fma's exact result w * o + acc underflows. (An empty partition, s = 0,
-    weighs rnd(0 * E) = 0 here; any m <= M with M - m <= G stands for its -inf.) *)
+    s >= 0; for a non-empty state (s <> 0) m <= M <= m + G, exp_fn is within e_exp on
+    rnd(m - M) and the weight's product does not underflow; for a weight that is added
+    (w <> 0), the fma's exact result w * o + acc does not underflow. An empty state, s = 0,
+    weighs rnd(0 * E) = 0 whatever its m (the code's -inf) and exp_fn return, and is
+    skipped, so nothing is assumed about it. *)
 Fixpoint ws_ok (fe : R -> R) (e G M : R) (l : list st3) (ta : R * R) : Prop :=
   match l with
   | [] => True
   | a :: r =>
-      input_ok a /\ mm a <= M /\ M - mm a <= G /\
-      exp_model e (fe (rnd (mm a - M))) (rnd (mm a - M)) /\
-      no_underflow (ss a * fe (rnd (mm a - M))) /\
-      no_underflow (ws_weight fe M a * oo a + snd ta) /\
+      input_ok a /\
+      (ss a <> 0 -> mm a <= M /\ M - mm a <= G /\
+                   exp_model e (fe (rnd (mm a - M))) (rnd (mm a - M)) /\
+                   no_underflow (ss a * fe (rnd (mm a - M)))) /\
+      (ws_weight fe M a <> 0 -> no_underflow (ws_weight fe M a * oo a + snd ta)) /\
       ws_ok fe e G M r (ws_add (ws_weight fe M a) (oo a) ta)
   end.
 
@@ -610,10 +613,15 @@ Proof.
   nra.
 Qed.
 
-Lemma ws_weight_nonneg : forall fe e M a, e <= 1 -> 0 <= ss a ->
-  exp_model e (fe (rnd (mm a - M))) (rnd (mm a - M)) -> 0 <= ws_weight fe M a.
+Lemma ws_weight_nonneg : forall fe e G M a, e <= 1 -> 0 <= ss a ->
+  (ss a <> 0 -> mm a <= M /\ M - mm a <= G /\
+               exp_model e (fe (rnd (mm a - M))) (rnd (mm a - M)) /\
+               no_underflow (ss a * fe (rnd (mm a - M)))) ->
+  0 <= ws_weight fe M a.
 Proof.
-  intros fe e M a He Hs HE. unfold ws_weight. apply rnd_nonneg.
+  intros fe e G M a He Hs H. unfold ws_weight. apply rnd_nonneg.
+  destruct (Req_dec (ss a) 0) as [Z|NZ]; [rewrite Z; lra|].
+  destruct (H NZ) as [_ [_ [HE _]]].
   pose proof (exp_model_nonneg _ _ _ He HE). nra.
 Qed.
 
@@ -637,9 +645,9 @@ Proof.
   intros fe e G M l. induction l as [|a l IH];
     intros T A S N B kT kA He FT HS HB HN HT HA Hok r S' N' B'.
   - unfold r, S', N', B', cw, cn, ca. simpl. rewrite !Rplus_0_r, !Nat.add_0_r. auto.
-  - destruct Hok as [[Fm Hs] [HmM [HG [HE [HU1 [HU2 Hok]]]]]].
+  - destruct Hok as [[Fm Hs] [Hne [HU2 Hok]]].
+    assert (Pw : 0 <= ws_weight fe M a) by (apply (ws_weight_nonneg fe e G); auto; lra).
     set (w := ws_weight fe M a) in *.
-    assert (Pw : 0 <= w) by (apply (ws_weight_nonneg fe e); auto; lra).
     pose proof u_pos. pose proof (Rabs_pos (oo a)).
     assert (Ew : ws_fold fe M (a :: l) (T, A) = ws_fold fe M l (ws_add w (oo a) (T, A)))
       by reflexivity.
@@ -652,7 +660,6 @@ Proof.
     unfold ws_add in Hok |- *. destruct (Req_EM_T w 0) as [Z|NZ].
     + (* skipped: nothing changes; the bounds only grow *)
       rewrite Z, !Rmult_0_l, !Rplus_0_r.
-      rewrite Z, Rmult_0_l, Rplus_0_l in HU2.
       apply (IH T A S N B (Nat.succ kT) (Nat.succ kA) He FT HS HB HN); auto.
       * destruct HT as [HT|HT]; [left; exact HT|right].
         eapply Rle_trans; [exact HT|]. apply Rmult_le_compat_r; [lra|].
@@ -674,7 +681,7 @@ Proof.
            replace ((1 + u) ^ Nat.succ kT - 1) with ((1 + ((1 + u) ^ kT - 1)) * (1 + u) - 1)
              by (simpl; ring).
            apply sum_step; auto. pose proof (pow1u_ge1 kT). lra.
-      * destruct (rnd_rel _ HU2) as [d [Hd R]]. rewrite R.
+      * destruct (rnd_rel _ (HU2 NZ)) as [d [Hd R]]. rewrite R.
         replace ((1 + u) ^ Nat.succ kA - 1) with ((1 + ((1 + u) ^ kA - 1)) * (1 + u) - 1)
           by (simpl; ring).
         apply fma_step; auto. pose proof (pow1u_ge1 kA). lra.
@@ -683,13 +690,13 @@ Qed.
 Lemma ws_ok_inputs : forall fe e G M l ta, ws_ok fe e G M l ta -> Forall input_ok l.
 Proof.
   intros fe e G M l. induction l as [|a l IH]; intros ta H; [constructor|].
-  destruct H as [Ha [_ [_ [_ [_ [_ H]]]]]]. constructor; [exact Ha|exact (IH _ H)].
+  destruct H as [Ha [_ [_ H]]]. constructor; [exact Ha|exact (IH _ H)].
 Qed.
 
-(** weighted_sum_error: the reduce's two sums against the same sums with the computed
-    weights w_p. Over P partitions, total has at most P - 1 roundings (the first nonzero
-    weight is added to 0 exactly) and each fma chain P. *)
-Theorem weighted_sum_error : forall fe e G M l,
+(** The reduce's two sums against the same sums with the computed weights w_p. Over P
+    partitions, total has at most P - 1 roundings (the first nonzero weight is added to 0
+    exactly) and each fma chain P. *)
+Lemma ws_sums_err : forall fe e G M l,
   0 <= e <= 1 -> ws_ok fe e G M l (0, 0) ->
   let r := ws_fold fe M l (0, 0) in
   Rabs (fst r - cw fe M l) <= ((1 + u) ^ (length l - 1) - 1) * cw fe M l /\
@@ -698,17 +705,17 @@ Proof.
   intros fe e G M l He Hok r. pose proof u_pos.
   assert (CW : forall l ta, ws_ok fe e G M l ta -> 0 <= cw fe M l /\ 0 <= ca fe M l).
   { clear - He. induction l as [|a l IH]; intros ta H; [unfold cw, ca; simpl; lra|].
-    destruct H as [[_ Hs] [_ [_ [HE [_ [_ H]]]]]].
-    assert (0 <= ws_weight fe M a) by (apply (ws_weight_nonneg fe e); auto; lra).
+    destruct H as [[_ Hs] [Hne [_ H]]].
+    assert (0 <= ws_weight fe M a) by (apply (ws_weight_nonneg fe e G); auto; lra).
     destruct (IH _ H) as [H1 H2]. unfold cw, ca in *. simpl.
     pose proof (Rabs_pos (oo a)). split; nra. }
   destruct l as [|a l].
   - unfold r, cw, cn, ca. simpl. rewrite Rminus_0_r, !Rabs_R0, !Rmult_0_r. lra.
   - replace (length (a :: l) - 1)%nat with (0 + length l)%nat by (simpl; lia).
     replace (length (a :: l)) with (1 + length l)%nat by reflexivity.
-    destruct Hok as [[Fm Hs] [HmM [HG [HE [HU1 [HU2 Hok]]]]]].
+    destruct Hok as [[Fm Hs] [Hne [HU2 Hok]]].
+    assert (Pw : 0 <= ws_weight fe M a) by (apply (ws_weight_nonneg fe e G); auto; lra).
     set (w := ws_weight fe M a) in *.
-    assert (Pw : 0 <= w) by (apply (ws_weight_nonneg fe e); auto; lra).
     pose proof (Rabs_pos (oo a)).
     assert (ES : cw fe M (a :: l) = (0 + w) + cw fe M l) by (unfold cw; simpl; fold w; ring).
     assert (EN : cn fe M (a :: l) = (0 + w * oo a) + cn fe M l) by (unfold cn; simpl; fold w; ring).
@@ -726,6 +733,7 @@ Proof.
     + simpl fst in *. simpl snd in *.
       assert (Fw : fmtb w) by apply fmtb_rnd.
       assert (E0 : rnd (0 + w) = w) by (rewrite Rplus_0_l; apply rnd_generic, Fw).
+      specialize (HU2 NZ).
       rewrite E0 in Hok |- *. rewrite Rplus_0_r in HU2, Hok |- *.
       destruct (rnd_rel _ HU2) as [d [Hd R]].
       assert (A1 : Rabs (rnd (w * oo a) - (0 + w * oo a)) <= ((1 + u) ^ 1 - 1) * (0 + w * Rabs (oo a))).
@@ -743,6 +751,52 @@ Proof.
       rewrite E, Rminus_0_r, Rabs_R0. lra.
 Qed.
 
+Lemma ws_computed_sums : forall fe e G M l ta, 0 <= e <= 1 -> ws_ok fe e G M l ta ->
+  0 <= cw fe M l /\ Rabs (cn fe M l) <= ca fe M l.
+Proof.
+  intros fe e G M l ta He. revert ta.
+  induction l as [|a l IH]; intros ta H.
+  - unfold cw, cn, ca. simpl. rewrite Rabs_R0. lra.
+  - destruct H as [[_ Hs] [Hne [_ H]]].
+    assert (Pw : 0 <= ws_weight fe M a) by (apply (ws_weight_nonneg fe e G); auto; lra).
+    destruct (IH _ H) as [H1 H2]. unfold cw, cn, ca in *. simpl. split; [nra|].
+    eapply Rle_trans; [apply Rabs_triang|].
+    rewrite Rabs_mult, (Rabs_pos_eq (ws_weight fe M a)) by lra. lra.
+Qed.
+
+(** weighted_sum_error: the reduce (WeightedSum) against the exact weighted sum with the
+    weights it computed, w_p = rnd(s_p exp_fn(rnd(m_p - M))): over P partitions,
+      |total - sum_p w_p|        <= ((1 + u)^(P-1) - 1) * sum_p w_p,
+      |acc - sum_p w_p o_p|      <= ((1 + u)^P - 1) * sum_p w_p |o_p|,
+    and the result acc / total, rounded, against sum_p w_p o_p / sum_p w_p, relative to
+    sum_p w_p |o_p| / sum_p w_p, within (1 + u)^(P+1) / (2 - (1 + u)^(P-1)) - 1
+    (about 2 P u). These are the reduce's summation constants of error_bound.md. *)
+Theorem weighted_sum_error : forall fe e G M l,
+  0 <= e <= 1 -> ws_ok fe e G M l (0, 0) ->
+  let r := ws_fold fe M l (0, 0) in
+  let g := (1 + u) ^ (length l - 1) - 1 in
+  let b := (1 + u) ^ length l - 1 in
+  Rabs (fst r - cw fe M l) <= g * cw fe M l /\
+  Rabs (snd r - cn fe M l) <= b * ca fe M l /\
+  (0 < cw fe M l -> g < 1 -> no_underflow (snd r / fst r) ->
+   Rabs (ws_result r - cn fe M l / cw fe M l)
+   <= ((1 + b) * (1 + u) / (1 - g) - 1) * (ca fe M l / cw fe M l)).
+Proof.
+  intros fe e G M l He Hok r g b.
+  destruct (ws_sums_err fe e G M l He Hok) as [T1 A1]. fold r g b in T1, A1.
+  destruct (ws_computed_sums fe e G M l _ He Hok) as [Pcw Nle].
+  pose proof u_pos.
+  pose proof (pow1u_ge1 (length l - 1)). pose proof (pow1u_ge1 (length l)).
+  split; [exact T1|]. split; [exact A1|].
+  intros Ps Hg HU.
+  assert (Hg0 : 0 <= g) by (unfold g; lra).
+  assert (Hb0 : 0 <= b) by (unfold b; lra).
+  assert (Pt : 0 < fst r) by (apply Rabs_le_inv in T1; nra).
+  unfold ws_result. destruct (Req_EM_T (fst r) 0) as [Z|_]; [lra|].
+  destruct (rnd_rel _ HU) as [d [Hd R]]. rewrite R.
+  apply division_err; auto.
+Qed.
+
 (** The computed weights against the exact ones, w*_p = s_p exp(m_p - M): each within
     alpha e_exp G relatively (weight_err, with M - m_p <= G). *)
 Lemma ws_weights_err : forall fe e G M l ta, 0 <= e <= 1 -> 0 <= G -> fmtb M ->
@@ -754,15 +808,19 @@ Proof.
   intros fe e G M l ta He HG FM. revert ta.
   induction l as [|a l IH]; intros ta Hok.
   - unfold cw, cn, ca, nsum, asum. simpl. rewrite Rminus_0_r, Rabs_R0. lra.
-  - destruct Hok as [[Fm Hs] [HmM [HGa [HE [HU1 [HU2 Hok]]]]]].
+  - destruct Hok as [[Fm Hs] [Hne [HU2 Hok]]].
     destruct (IH _ Hok) as [I1 [I2 I3]].
     set (w := ws_weight fe M a).
     set (wx := ss a * exp (mm a - M)).
-    pose proof (weight_err (ss a) (mm a) M _ e Fm FM HmM Hs He HE HU1) as W.
-    fold w wx in W.
     assert (Hal : 0 <= alpha e G) by (apply alpha_nonneg; lra).
     assert (W' : Rabs (w - wx) <= alpha e G * wx).
-    { eapply Rle_trans; [exact W|]. apply Rmult_le_compat_r; [unfold wx; pose proof (exp_pos (mm a - M)); nra|].
+    { destruct (Req_dec (ss a) 0) as [Z|NZ].
+      { unfold w, wx, ws_weight. rewrite Z, !Rmult_0_l, Rminus_0_r.
+        unfold rnd. rewrite round_0 by auto with typeclass_instances. rewrite Rabs_R0. lra. }
+      destruct (Hne NZ) as [HmM [HGa [HE HU1]]].
+      pose proof (weight_err (ss a) (mm a) M _ e Fm FM HmM Hs He HE HU1) as W.
+      fold w wx in W.
+      eapply Rle_trans; [exact W|]. apply Rmult_le_compat_r; [unfold wx; pose proof (exp_pos (mm a - M)); nra|].
       unfold alpha. pose proof u_pos.
       assert (exp ((M - mm a) * u) <= exp (G * u)) by (apply exp_mono, Rmult_le_compat_r; lra).
       apply Rplus_le_compat_r. apply Rmult_le_compat_r; [lra|]. apply Rmult_le_compat_r; lra. }
@@ -809,7 +867,7 @@ Theorem fold_error : forall fe e G M l,
    <= ((1 + b) * (1 + u) / (1 - g) - 1) * (asum M l / sig M l)).
 Proof.
   intros fe e G M l He HG FM Hok P r g b.
-  destruct (weighted_sum_error fe e G M l He Hok) as [T1 A1]. fold r P in T1, A1.
+  destruct (ws_sums_err fe e G M l He Hok) as [T1 A1]. fold r P in T1, A1.
   destruct (ws_weights_err fe e G M l _ He HG FM Hok) as [W1 [W2 W3]].
   pose proof (ws_ok_inputs _ _ _ _ _ _ Hok) as Fin.
   pose proof (sig_nonneg M l Fin) as Psig. pose proof (asum_nonneg M l Fin) as Pasum.
