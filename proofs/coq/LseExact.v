@@ -10,8 +10,10 @@
     - A non-empty state [St m s o] carries one output element [o]: the merge acts on every
       element of the output vector independently with the same weights, so one real per
       output element is the whole vector, element by element.
-    - The header's [is_empty] is [!(s > 0)]; every state built here from tokens has s > 0
-      ([valid]), so [St] with s <= 0 never arises. *)
+    - The header's [is_empty] is [s == 0] (a NaN s is a poisoned state, outside R); every
+      state built here from tokens has s > 0 ([valid]), so [St] with s <= 0 never arises.
+    - [merge] is the algebra; [merge_code] (end of file) is the header's code as written,
+      with normalized weights and the clamp, and [merge_code_eq] proves them equal. *)
 From Coq Require Import Reals List Permutation Lra Lia.
 Import ListNotations.
 Open Scope R_scope.
