@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 #include "../kernels/tests/reference.h"
+#include "../kernels/tests/to_exact_problem.h"
 #include "pagedattn_ref/reference.h"
 
 namespace pagedattn::prop {
@@ -66,7 +67,7 @@ std::pair<int, int> where(const Problem& p, int seq, int t);
 void recompute_used_slots(Problem& p);
 
 // pagedattn::ref's view of the same bytes.
-ref::Problem to_ref(const Problem& p);
+using test::to_ref;  // kernels/tests/to_exact_problem.h
 ref::Output exact(const Problem& p);
 
 // The bound each accuracy property asserts, per output element: theorem

@@ -56,20 +56,6 @@ std::string file_of(const std::string& message) {
   return "";
 }
 
-pagedattn::TensorView view_of(npy::Array& a, pagedattn::DType dtype) {
-  pagedattn::TensorView t;
-  t.data = a.data.empty() ? static_cast<void*>(&a) : a.data.data();  // empty: still "defined"
-  t.dtype = dtype;
-  t.ndim = static_cast<int>(a.shape.size());
-  std::int64_t stride = 1;
-  for (int d = t.ndim - 1; d >= 0; --d) {
-    t.shape[d] = a.shape[d];
-    t.strides[d] = stride;
-    stride *= a.shape[d];
-  }
-  return t;
-}
-
 // The element type an array's .npy type string stores, for the library to judge.
 pagedattn::DType dtype_of(const std::string& path, const npy::Array& a, bool bf16) {
   if (a.descr == "<f4") return pagedattn::DType::f32;
@@ -84,6 +70,20 @@ pagedattn::DType dtype_of(const std::string& path, const npy::Array& a, bool bf1
 }
 
 }  // namespace
+
+pagedattn::TensorView view_of(npy::Array& a, pagedattn::DType dtype) {
+  pagedattn::TensorView t;
+  t.data = a.data.empty() ? static_cast<void*>(&a) : a.data.data();  // empty: still "defined"
+  t.dtype = dtype;
+  t.ndim = static_cast<int>(a.shape.size());
+  std::int64_t stride = 1;
+  for (int d = t.ndim - 1; d >= 0; --d) {
+    t.shape[d] = a.shape[d];
+    t.strides[d] = stride;
+    stride *= a.shape[d];
+  }
+  return t;
+}
 
 Replay load_replay(const std::string& dir_text, bool bf16, const std::string& kv_cache_dtype) {
   const std::filesystem::path dir(dir_text);

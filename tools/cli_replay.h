@@ -7,6 +7,7 @@
 
 #include "npy.h"
 #include "pagedattn/dtypes.h"
+#include "pagedattn/tensor_view.h"
 
 namespace cli {
 
@@ -30,5 +31,8 @@ struct Replay {
 // `bf16`: '<u2' arrays hold bfloat16 bits. `kv_cache_dtype`: "auto" (caches have the
 // query's dtype) or "fp8_e4m3"/"fp8_e5m2" (caches are '|u1' bytes). Throws InputError.
 Replay load_replay(const std::string& dir, bool bf16, const std::string& kv_cache_dtype);
+
+// A contiguous view of an array's bytes as `dtype` (an empty array stays "defined").
+pagedattn::TensorView view_of(npy::Array& a, pagedattn::DType dtype);
 
 }  // namespace cli

@@ -124,20 +124,6 @@ Output make_output(const std::string& name, const std::string& descr, pagedattn:
   return o;
 }
 
-pagedattn::TensorView view_of(npy::Array& a, pagedattn::DType dtype) {
-  pagedattn::TensorView t;
-  t.data = a.data.empty() ? static_cast<void*>(&a) : a.data.data();  // empty: still "defined"
-  t.dtype = dtype;
-  t.ndim = static_cast<int>(a.shape.size());
-  std::int64_t stride = 1;
-  for (int d = t.ndim - 1; d >= 0; --d) {
-    t.shape[d] = a.shape[d];
-    t.strides[d] = stride;
-    stride *= a.shape[d];
-  }
-  return t;
-}
-
 // The arguments of one kernel call, in vLLM's order, over the replay's tensors.
 struct Call {
   pagedattn::TensorView query, key_cache, value_cache, block_tables, seq_lens, alibi;
