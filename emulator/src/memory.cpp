@@ -200,17 +200,28 @@ void check_canaries(const Block& b, std::vector<std::string>& out) {
 
 void ensure_signal_stack() {
   // A fault on a GPU thread's fiber stack (an overflow into its guard page) needs another
-  // stack for the handler to run on.
+  // stack for the handler to run on. One already installed that is large enough (a
+  // sanitizer's) is kept. Ours is mmap'ed, never malloc'ed: a sanitizer runtime unmaps
+  // whatever alternate stack a thread has when the thread exits, and munmap of heap memory
+  // aborts it.
   ColdTls& c = cold_tls();
   if (c.signal_stack) return;
-  stack_t ss{};
-  ss.ss_size = 64 * 1024;
-  ss.ss_sp = std::malloc(ss.ss_size);
-  if (!ss.ss_sp || sigaltstack(&ss, nullptr) != 0) {
-    std::free(ss.ss_sp);
+  constexpr std::size_t kSize = 64 * 1024;
+  stack_t old{};
+  if (sigaltstack(nullptr, &old) == 0 && !(old.ss_flags & SS_DISABLE) && old.ss_size >= kSize) {
+    c.signal_stack = old.ss_sp;
     return;
   }
-  c.signal_stack = ss.ss_sp;  // kept for the thread's life (64 KB a host thread)
+  void* p = mmap(nullptr, kSize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return;
+  stack_t ss{};
+  ss.ss_sp = p;
+  ss.ss_size = kSize;
+  if (sigaltstack(&ss, nullptr) != 0) {
+    munmap(p, kSize);
+    return;
+  }
+  c.signal_stack = p;  // kept for the thread's life (64 KB a host thread)
 }
 
 void install_fault_handler() {
