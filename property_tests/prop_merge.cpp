@@ -55,8 +55,8 @@ rc::Gen<F32State> gen_state() {
                                                             [](int k) { return k / 1048576.f; })}});
     for (float& o : st.o) {
       o = *rc::gen::weightedOneOf<float>(
-          {{3,
-            rc::gen::map(rc::gen::inRange(-(1 << 20), 1 << 20), [](int k) { return k / 1048576.f; })},
+          {{3, rc::gen::map(rc::gen::inRange(-(1 << 20), 1 << 20),
+                            [](int k) { return k / 1048576.f; })},
            {1, rc::gen::map(gen_special(DType::f32, CacheFormat::same, false),
                             [](double v) { return static_cast<float>(v); })}});
     }
