@@ -106,7 +106,11 @@ def prepare(build, mdir):
         dst = os.path.join(mdir, sub)
         if os.path.isdir(dst):
             shutil.rmtree(dst)
-        shutil.copytree(os.path.join(ROOT, src), dst)
+        # shutil.copy, not copytree's default copy2: copy2 keeps the sources' old mtimes,
+        # older than the objects the previous run left (built from ITS last mutant, the
+        # loop restores a file without rebuilding), so Ninja saw nothing to rebuild and the
+        # "unmutated" baseline ran the last mutant of the previous run (the flaky fp8 failure).
+        shutil.copytree(os.path.join(ROOT, src), dst, copy_function=shutil.copy)
     rc, log = sh(["cmake", "-S", ".", "-B", build, "-DPAGEDATTN_MUTANT_DIR=" + mdir], 600)
     if rc != 0:
         sys.exit("mutate.py: cmake failed:\n" + log[-3000:])
@@ -118,21 +122,48 @@ def mutant_path(mdir, rel):
     return os.path.join(mdir, "include", rel[len("kernels/include/"):])
 
 
-def build_and_run(build, cases, seed, checks):
-    rc, log = sh(["cmake", "--build", build, "-j2", "--target", "pagedattn_mutant_props"], 900)
+# Run alone, first, in a fresh process: it needs kernels never launched before (the emulator,
+# like CUDA, remembers a shared-memory opt-in per kernel for the whole process).
+FIRST_LAUNCH = "Properties.prop_v1_first_launch_just_above_48k"
+# Barrier removals that survive are run again under the racecheck hazard mode (the kernels
+# instrumented: target pagedattn_mutant_props_race), on properties that launch V1, V2 and the
+# reduce, few cases (each launch runs 2-4 times, with shadow memory).
+RACE_FILTER = ("Properties.prop_v2_eq_v1:Properties.prop_fold_partitions_softmax_reduce:"
+               "Properties.prop_one_token_exact")
+RACE_CASES = 3
+BARRIER = re.compile(r"^\s*(__syncthreads|__syncwarp)\s*\(")
+
+
+def run_suite(binary, env, gfilter, timeout=300):
+    rc, log = sh([binary, "--gtest_fail_fast", "--gtest_brief=1", "--gtest_filter=" + gfilter],
+                 timeout, env)
+    if rc == 0:
+        return None
+    fail = re.findall(r"\[  FAILED  \] (Properties\.\w+)", log)
+    if fail:
+        return fail[0]
+    if rc == -4:  # SIGILL: __builtin_trap of -fsanitize=bounds (trap-on-error, no runtime)
+        return "bounds trap (-fsanitize=bounds, index past a fixed-size array)"
+    return "crash/timeout rc %d" % rc
+
+
+def build_and_run(build, cases, seed, checks, race=False):
+    target = "pagedattn_mutant_props_race" if race else "pagedattn_mutant_props"
+    rc, log = sh(["cmake", "--build", build, "-j2", "--target", target], 900)
     if rc != 0:
         return "stillborn", log[-1500:]
     # Under every emulator check: a mutant that reads out of bounds, races or misuses a
     # barrier without changing a value is still a defect the suite should report.
     env = dict(os.environ, PAGEDATTN_PROP_ONLY_F32_H200="1", PAGEDATTN_PROP_SEED=str(seed),
-               RC_PARAMS="max_success=%d" % cases, EMU_CHECKS=checks)
-    binary = os.path.join(build, "property_tests", "pagedattn_mutant_props")
-    rc, log = sh([binary, "--gtest_fail_fast", "--gtest_brief=1",
-                  "--gtest_filter=Properties.*"], 300, env)
-    if rc == 0:
-        return "survived", ""
-    fail = re.findall(r"\[  FAILED  \] (Properties\.\w+)", log)
-    return "killed", (fail[0] if fail else "crash/timeout rc %d" % rc)
+               RC_PARAMS="max_success=%d" % (RACE_CASES if race else cases), EMU_CHECKS=checks)
+    binary = os.path.join(build, "property_tests", target)
+    if race:
+        env["EMU_CHECKS"] = "racecheck,memcheck,synccheck"
+        fail = run_suite(binary, env, RACE_FILTER, 600)
+        return ("killed", fail + " (racecheck)") if fail else ("survived", "")
+    fail = run_suite(binary, env, FIRST_LAUNCH) or \
+        run_suite(binary, env, "Properties.*:-" + FIRST_LAUNCH)
+    return ("killed", fail) if fail else ("survived", "")
 
 
 def main():
@@ -168,6 +199,11 @@ def main():
     status, why = build_and_run(build, a.cases, a.seed, a.checks)
     if status != "survived":
         sys.exit("mutate.py: the unmutated build does not pass (%s): %s" % (status, why))
+    if any(m["op"] == "remove" and BARRIER.match(m["original"]) for m in ms):
+        status, why = build_and_run(build, a.cases, a.seed, a.checks, race=True)
+        if status != "survived":
+            sys.exit("mutate.py: the unmutated build fails under racecheck: %s" % why)
+    print("baseline (unmutated) passes", flush=True)
     counts = {"killed": 0, "survived": 0, "equivalent": 0, "stillborn": 0}
     results = []
     for i, m in enumerate(ms):
@@ -178,6 +214,8 @@ def main():
         open(path, "w").write("\n".join(mutated))
         t0 = time.time()
         st, why = build_and_run(build, a.cases, a.seed, a.checks)
+        if st == "survived" and m["op"] == "remove" and BARRIER.match(m["original"]):
+            st, why = build_and_run(build, a.cases, a.seed, a.checks, race=True)
         open(path, "w").write("\n".join(original))
         if st == "survived" and m["id"] in equivalent:
             st, why = "equivalent", equivalent[m["id"]]
