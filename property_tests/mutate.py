@@ -34,6 +34,9 @@ TARGETS = sorted(
     if f.endswith(".cuh") and os.path.join("kernels/src", f) not in NOT_IN_INSTANTIATION) + [
         "kernels/include/pagedattn/lse_state.h"]
 EQUIVALENT = os.path.join(ROOT, "property_tests", "mutation_equivalent.json")
+# Known holes: survivors that change behaviour but that no property can see (with the reason).
+# They count as survived in the score; --check (CI) fails only on survivors not listed here.
+SURVIVORS = os.path.join(ROOT, "property_tests", "mutation_survivors.json")
 
 # (name, regex, replacement); regexes see code with comments blanked out.
 BINARY = [
@@ -170,6 +173,11 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--build", default="build", help="configured build folder (default build)")
     ap.add_argument("--sample", type=int, default=0, help="every (total/N)-th mutant only (N of them)")
+    ap.add_argument("--offset", type=int, default=-1,
+                    help="with --sample: start at this index (default: half a step)")
+    ap.add_argument("--check", action="store_true",
+                    help="CI: exit 1 when a non-equivalent mutant survives that\n"
+                         "mutation_survivors.json does not list with a reason")
     ap.add_argument("--ids", nargs="*", help="only these mutant ids")
     ap.add_argument("--cases", type=int, default=25, help="cases per property per mutant")
     ap.add_argument("--seed", type=int, default=20261130)
@@ -182,6 +190,7 @@ def main():
     a = ap.parse_args()
 
     ms = all_mutants()
+    catalogue = len(ms)
     if a.list:
         for m in ms:
             print(m["id"], "|", m["original"], "=>", m["mutated"])
@@ -191,8 +200,9 @@ def main():
         ms = [m for m in ms if m["id"] in set(a.ids)]
     elif a.sample:
         step = max(1, len(ms) // a.sample)
-        ms = ms[step // 2::step][:a.sample]
+        ms = ms[(step // 2 if a.offset < 0 else a.offset % step)::step][:a.sample]
     equivalent = json.load(open(EQUIVALENT)) if os.path.exists(EQUIVALENT) else {}
+    known_holes = json.load(open(SURVIVORS)) if os.path.exists(SURVIVORS) else {}
     build = os.path.abspath(os.path.join(ROOT, a.build))
     mdir = os.path.join(build, "property_tests", "mutant")
     prepare(build, mdir)
@@ -219,6 +229,8 @@ def main():
         open(path, "w").write("\n".join(original))
         if st == "survived" and m["id"] in equivalent:
             st, why = "equivalent", equivalent[m["id"]]
+        elif st == "survived" and m["id"] in known_holes:
+            why = "known hole: " + known_holes[m["id"]]
         counts[st] += 1
         r = {k: v for k, v in m.items() if not k.startswith("_")}
         r.update(status=st, detail=why, seconds=round(time.time() - t0, 1))
@@ -233,6 +245,7 @@ def main():
         known = [{"name": k["name"], "killed": k["killed"]} for k in json.load(open(a.known_wrong))]
     out = {"known_wrong": known,
            "source": dict(counts, score=score, total=len(ms), sample=bool(a.sample or a.ids),
+                          catalogue=catalogue,
                           cases_per_property=a.cases, seed=a.seed, emu_checks=a.checks,
                           mutants=results)}
     os.makedirs(os.path.dirname(os.path.join(ROOT, a.out)), exist_ok=True)
@@ -244,6 +257,12 @@ def main():
         if r["status"] in ("survived", "equivalent"):
             print("  %s %s: %s => %s%s" % (r["status"], r["id"], r["original"], r["mutated"],
                                            (" (" + r["detail"] + ")") if r["detail"] else ""))
+    unexplained = [r["id"] for r in results
+                   if r["status"] == "survived" and r["id"] not in known_holes]
+    if a.check and unexplained:
+        print("mutate.py: %d survivor(s) neither equivalent nor a listed hole: %s"
+              % (len(unexplained), " ".join(unexplained)))
+        return 1
     return 0
 
 

@@ -334,6 +334,45 @@ PAGEDATTN_PROPERTY(prop_one_token_exact, 200) {
   }
 }
 
+// one_token_exact under vLLM's epsilon (Numerics::vllm_compatible, f32: probabilities and
+// partials are already f32, so only the +1e-6 in the denominators acts): one token has
+// e = exp(0) = 1 = s, so V1 and V2 (one partition: its partial is the output, as in vLLM's
+// reduce) return fmaf(inv, v, +0) = fl(v * inv) (a -0 becomes +0) with inv = fl(1 / fl(1 + 1e-6f)), bit for bit. The error bound
+// admits the epsilon's bias, so only this pins it (in the attention kernel; the reduce's
+// own epsilon needs two live partitions, whose weights no closed form gives).
+PAGEDATTN_PROPERTY(prop_one_token_epsilon_exact, 100) {
+  Limits lim;
+  lim.fp8 = false;
+  Spec s = *gen_spec(lim);
+  s.scalar = DType::f32;
+  for (int& L : s.seq_lens) L = 1;
+  Problem p = build(s);
+  p.c.numerics = Numerics::vllm_compatible;
+  const int H = s.num_heads(), D = s.head_size;
+  const float one = 1.f, eps = 1e-6f;
+  volatile float den = one + eps;  // f32 rounding, as the kernels form it
+  const float inv = one / den;
+  for (Kernel k : {Kernel::v1, Kernel::v2}) {
+    const test::Outputs o = run(p, k, s.profile);
+    for (int q = 0; q < static_cast<int>(s.seq_lens.size()); ++q) {
+      const auto [blk, slot] = where(p, q, 0);
+      for (int h = 0; h < H; ++h) {
+        for (int d = 0; d < D; ++d) {
+          const float v = static_cast<float>(get_v(p, blk, h / s.gqa, slot, d));
+          // acc = fmaf(p, v, 0): one rounding of inv * v, and -0 + 0 = +0 as the kernel adds
+          const float part = std::fma(inv, v, 0.f);
+          const float want = part;
+          const float got = static_cast<float>(o.out[(static_cast<std::size_t>(q) * H + h) * D + d]);
+          if (std::memcmp(&got, &want, sizeof got) != 0)
+            RC_FAIL(std::string(k == Kernel::v1 ? "V1" : "V2") + ": got " + std::to_string(got) +
+                    " want " + std::to_string(want) + " (v " + std::to_string(v) + ", fl(v*inv) " +
+                    std::to_string(part) + ")");
+        }
+      }
+    }
+  }
+}
+
 // All-equal logits: the output is the mean of the value rows within the bound (the
 // reference certifies the mean exactly: its exact-rational path).
 PAGEDATTN_PROPERTY(prop_equal_logits_mean, 150) {
