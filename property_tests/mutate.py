@@ -5,15 +5,19 @@ Mutates kernels/src/*.cuh and kernels/include/pagedattn/lse_state.h one mutant a
 with operators modelled on Mull's catalogue: arithmetic and comparison swaps, constant
 changes (off-by-one bounds included), removed statements (barriers included) and swapped
 min/max. Each mutant is written into a copy of the sources (BUILD/property_tests/mutant),
-only the f32/warp-32 emulator instantiation and the property suite are rebuilt (CMake
-target pagedattn_mutant_props), and the suite runs with PAGEDATTN_PROP_ONLY_F32_H200=1 so
-every case goes through the mutated instantiation. A mutant is killed when any property
-fails (or the run crashes or times out), survived when all pass, stillborn when it does
-not compile. Survivors named in mutation_equivalent.json are equivalent, with the reason
-printed. Writes out/properties/mutation.json (schema in the top-level design notes).
+only the f32/warp-32 emulator instantiation (trapping -fsanitize=bounds) and the property
+suite are rebuilt (CMake target pagedattn_mutant_props), and the suite runs with
+PAGEDATTN_PROP_ONLY_F32_H200=1 so every case goes through the mutated instantiation:
+prop_v1_first_launch_just_above_48k alone first (it needs a fresh process), then the rest.
+A survivor runs again under the racecheck hazard mode (pagedattn_mutant_props_race, a few
+cases of three properties). A mutant is killed when any property fails (or the run
+crashes, traps or times out), survived when all pass, stillborn when it does not compile.
+Survivors named in mutation_equivalent.json are equivalent, with the reason printed; those
+in mutation_survivors.json are known holes (still survived; --check, CI, fails on others).
+Writes out/properties/mutation.json (after every mutant).
 
-  /usr/bin/python3 property_tests/mutate.py --build build            # every mutant
-  /usr/bin/python3 property_tests/mutate.py --build build --sample 4 # CI's fixed sample
+  /usr/bin/python3 property_tests/mutate.py --build build            # every mutant (~2 h)
+  /usr/bin/python3 property_tests/mutate.py --build build --sample 88 # every 6th
   /usr/bin/python3 property_tests/mutate.py --list                   # ids only
 """
 import argparse
@@ -128,13 +132,12 @@ def mutant_path(mdir, rel):
 # Run alone, first, in a fresh process: it needs kernels never launched before (the emulator,
 # like CUDA, remembers a shared-memory opt-in per kernel for the whole process).
 FIRST_LAUNCH = "Properties.prop_v1_first_launch_just_above_48k"
-# Barrier removals that survive are run again under the racecheck hazard mode (the kernels
-# instrumented: target pagedattn_mutant_props_race), on properties that launch V1, V2 and the
-# reduce, few cases (each launch runs 2-4 times, with shadow memory).
+# Survivors (removed barriers above all) are run again under the racecheck hazard mode (the
+# kernels instrumented: target pagedattn_mutant_props_race), on properties that launch V1,
+# V2 and the reduce, few cases (each launch runs 2-4 times, with shadow memory).
 RACE_FILTER = ("Properties.prop_v2_eq_v1:Properties.prop_fold_partitions_softmax_reduce:"
                "Properties.prop_one_token_exact")
 RACE_CASES = 3
-BARRIER = re.compile(r"^\s*(__syncthreads|__syncwarp)\s*\(")
 
 
 def run_suite(binary, env, gfilter, timeout=300):
@@ -169,6 +172,23 @@ def build_and_run(build, cases, seed, checks, race=False):
     return ("killed", fail) if fail else ("survived", "")
 
 
+def write_json(a, counts, results, ms, catalogue):
+    """Writes --out (after every mutant too: an interrupted run keeps what it measured)."""
+    live = counts["killed"] + counts["survived"]
+    score = counts["killed"] / live if live else None
+    known = []
+    if a.known_wrong and os.path.exists(a.known_wrong):
+        known = [{"name": k["name"], "killed": k["killed"]} for k in json.load(open(a.known_wrong))]
+    out = {"known_wrong": known,
+           "source": dict(counts, score=score, total=len(ms), sample=bool(a.sample or a.ids),
+                          catalogue=catalogue, done=len(results),
+                          cases_per_property=a.cases, seed=a.seed, emu_checks=a.checks,
+                          mutants=results)}
+    os.makedirs(os.path.dirname(os.path.join(ROOT, a.out)), exist_ok=True)
+    json.dump(out, open(os.path.join(ROOT, a.out), "w"), indent=2)
+    return out, score
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--build", default="build", help="configured build folder (default build)")
@@ -178,6 +198,8 @@ def main():
     ap.add_argument("--check", action="store_true",
                     help="CI: exit 1 when a non-equivalent mutant survives that\n"
                          "mutation_survivors.json does not list with a reason")
+    ap.add_argument("--no-race", action="store_true",
+                    help="do not re-run survivors under racecheck (the hazard mode)")
     ap.add_argument("--ids", nargs="*", help="only these mutant ids")
     ap.add_argument("--cases", type=int, default=25, help="cases per property per mutant")
     ap.add_argument("--seed", type=int, default=20261130)
@@ -209,7 +231,7 @@ def main():
     status, why = build_and_run(build, a.cases, a.seed, a.checks)
     if status != "survived":
         sys.exit("mutate.py: the unmutated build does not pass (%s): %s" % (status, why))
-    if any(m["op"] == "remove" and BARRIER.match(m["original"]) for m in ms):
+    if ms and not a.no_race:
         status, why = build_and_run(build, a.cases, a.seed, a.checks, race=True)
         if status != "survived":
             sys.exit("mutate.py: the unmutated build fails under racecheck: %s" % why)
@@ -224,7 +246,9 @@ def main():
         open(path, "w").write("\n".join(mutated))
         t0 = time.time()
         st, why = build_and_run(build, a.cases, a.seed, a.checks)
-        if st == "survived" and m["op"] == "remove" and BARRIER.match(m["original"]):
+        if st == "survived" and not a.no_race:
+            # A second chance under the racecheck hazard mode: a removed barrier, or lanes
+            # that now all store to one slot, race without changing a value.
             st, why = build_and_run(build, a.cases, a.seed, a.checks, race=True)
         open(path, "w").write("\n".join(original))
         if st == "survived" and m["id"] in equivalent:
@@ -238,18 +262,8 @@ def main():
         print("[%d/%d] %-10s %s  %s => %s  %s" % (i + 1, len(ms), st, m["id"], m["original"],
                                                   m["mutated"], why if st != "stillborn" else ""),
               flush=True)
-    live = counts["killed"] + counts["survived"]
-    score = counts["killed"] / live if live else None
-    known = []
-    if a.known_wrong and os.path.exists(a.known_wrong):
-        known = [{"name": k["name"], "killed": k["killed"]} for k in json.load(open(a.known_wrong))]
-    out = {"known_wrong": known,
-           "source": dict(counts, score=score, total=len(ms), sample=bool(a.sample or a.ids),
-                          catalogue=catalogue,
-                          cases_per_property=a.cases, seed=a.seed, emu_checks=a.checks,
-                          mutants=results)}
-    os.makedirs(os.path.dirname(os.path.join(ROOT, a.out)), exist_ok=True)
-    json.dump(out, open(os.path.join(ROOT, a.out), "w"), indent=2)
+        write_json(a, counts, results, ms, catalogue)
+    out, score = write_json(a, counts, results, ms, catalogue)
     print("killed %d, survived %d, equivalent %d, stillborn %d; score %s (killed / non-equivalent)"
           % (counts["killed"], counts["survived"], counts["equivalent"], counts["stillborn"],
              "n/a" if score is None else "%.1f%%" % (100 * score)))

@@ -423,4 +423,42 @@ PAGEDATTN_PROPERTY(prop_finite_in_finite_out, 200) {
   }
 }
 
+// Logits past fp32 (q.k overflows for finite inputs): the kernels recompute q.k on scaled
+// elements and saturate the logit to +-FLT_MAX with the SIGN of the true product, so the
+// softmax goes to the one token whose q.k overflowed upwards; the others (overflowed
+// downwards) get weight exactly 0, as in exact arithmetic. Head 0 of one sequence: q = +-c,
+// the chosen token's key = +c * sign(q), every other key = -c * sign(q), c = 2^64 (each
+// product 2^128, past FLT_MAX alone). f32 (f16 cannot overflow q.k), no ALiBi.
+PAGEDATTN_PROPERTY(prop_overflowing_logits_keep_sign, 60) {
+  Limits lim;
+  lim.fp8 = false;
+  lim.allow_empty = false;
+  Spec s = *gen_spec(lim);
+  s.scalar = DType::f32;
+  s.alibi = false;
+  s.layout = BlockLayout::distinct;  // one physical slot per token: each key is its own
+  const int L = *rc::gen::inRange(2, 3 * s.block_size + 2);
+  s.seq_lens = {L};
+  Problem p = build(s);
+  const int D = s.head_size, top = *rc::gen::inRange(0, L);
+  const std::vector<bool> neg = *rc::gen::container<std::vector<bool>>(D, rc::gen::arbitrary<bool>());
+  const double c = std::ldexp(1.0, 64);
+  for (int d = 0; d < D; ++d) {
+    const double sq = neg[d] ? -1.0 : 1.0;
+    test::set_element(p, test::Element::query, 0, 0, 0, d, sq * c);
+    for (int t = 0; t < L; ++t) test::set_element(p, test::Element::key, 0, t, 0, d, (t == top ? sq : -sq) * c);
+  }
+  const auto [blk, slot] = where(p, 0, top);
+  for (Kernel k : {Kernel::v1, Kernel::v2}) {
+    const test::Outputs o = run(p, k, s.profile);
+    for (int d = 0; d < D; ++d) {
+      const double want = get_v(p, blk, 0, slot, d);
+      if (!(o.out[d] == want))
+        RC_FAIL(std::string(k == Kernel::v1 ? "V1" : "V2") + " row 0, d " + std::to_string(d) +
+                ": got " + std::to_string(o.out[d]) + ", the top token's value " +
+                std::to_string(want));
+    }
+  }
+}
+
 }  // namespace pagedattn::prop
