@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Source mutants (issue 7, item 3b), a FIXED sample in CI: property_tests/mutate.py builds the
 # unmutated baseline of the mutant binary (must pass, and under racecheck when the sample
-# holds a barrier removal), then MUTANTS_SAMPLE (default 10) mutants, every (529/10)-th of
+# holds a barrier removal), then MUTANTS_SAMPLE (default 16) mutants, every (529/16)-th of
 # the catalogue from index MUTANTS_OFFSET (default 3), 25 cases per property, CI seed.
 # Fails when the baseline fails or a sampled mutant survives that is neither equivalent
 # (property_tests/mutation_equivalent.json) nor a listed hole (mutation_survivors.json).
@@ -16,5 +16,5 @@ build=${BUILD_DIR:-build}
 py=python3
 [ -x /usr/bin/python3 ] && py=/usr/bin/python3
 "$py" property_tests/mutate.py --build "$build" --check \
-  --sample "${MUTANTS_SAMPLE:-10}" --offset "${MUTANTS_OFFSET:-3}" \
+  --sample "${MUTANTS_SAMPLE:-16}" --offset "${MUTANTS_OFFSET:-3}" \
   --out "$build/property_tests/mutation-ci.json"
