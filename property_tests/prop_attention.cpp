@@ -334,6 +334,45 @@ PAGEDATTN_PROPERTY(prop_one_token_exact, 200) {
   }
 }
 
+// one_token_exact under vLLM's epsilon (Numerics::vllm_compatible, f32: probabilities and
+// partials are already f32, so only the +1e-6 in the denominators acts): one token has
+// e = exp(0) = 1 = s, so V1 and V2 (one partition: its partial is the output, as in vLLM's
+// reduce) return fmaf(inv, v, +0) = fl(v * inv) (a -0 becomes +0) with inv = fl(1 / fl(1 + 1e-6f)), bit for bit. The error bound
+// admits the epsilon's bias, so only this pins it (in the attention kernel; the reduce's
+// own epsilon needs two live partitions, whose weights no closed form gives).
+PAGEDATTN_PROPERTY(prop_one_token_epsilon_exact, 100) {
+  Limits lim;
+  lim.fp8 = false;
+  Spec s = *gen_spec(lim);
+  s.scalar = DType::f32;
+  for (int& L : s.seq_lens) L = 1;
+  Problem p = build(s);
+  p.c.numerics = Numerics::vllm_compatible;
+  const int H = s.num_heads(), D = s.head_size;
+  const float one = 1.f, eps = 1e-6f;
+  volatile float den = one + eps;  // f32 rounding, as the kernels form it
+  const float inv = one / den;
+  for (Kernel k : {Kernel::v1, Kernel::v2}) {
+    const test::Outputs o = run(p, k, s.profile);
+    for (int q = 0; q < static_cast<int>(s.seq_lens.size()); ++q) {
+      const auto [blk, slot] = where(p, q, 0);
+      for (int h = 0; h < H; ++h) {
+        for (int d = 0; d < D; ++d) {
+          const float v = static_cast<float>(get_v(p, blk, h / s.gqa, slot, d));
+          // acc = fmaf(p, v, 0): one rounding of inv * v, and -0 + 0 = +0 as the kernel adds
+          const float part = std::fma(inv, v, 0.f);
+          const float want = part;
+          const float got = static_cast<float>(o.out[(static_cast<std::size_t>(q) * H + h) * D + d]);
+          if (std::memcmp(&got, &want, sizeof got) != 0)
+            RC_FAIL(std::string(k == Kernel::v1 ? "V1" : "V2") + ": got " + std::to_string(got) +
+                    " want " + std::to_string(want) + " (v " + std::to_string(v) + ", fl(v*inv) " +
+                    std::to_string(part) + ")");
+        }
+      }
+    }
+  }
+}
+
 // All-equal logits: the output is the mean of the value rows within the bound (the
 // reference certifies the mean exactly: its exact-rational path).
 PAGEDATTN_PROPERTY(prop_equal_logits_mean, 150) {
@@ -380,6 +419,44 @@ PAGEDATTN_PROPERTY(prop_finite_in_finite_out, 200) {
         RC_FAIL(std::string(k == Kernel::v1 ? "V1" : "V2") + " output " + std::to_string(i) +
                 " is " + std::to_string(o.out[i]) + " for " + show(s));
       }
+    }
+  }
+}
+
+// Logits past fp32 (q.k overflows for finite inputs): the kernels recompute q.k on scaled
+// elements and saturate the logit to +-FLT_MAX with the SIGN of the true product, so the
+// softmax goes to the one token whose q.k overflowed upwards; the others (overflowed
+// downwards) get weight exactly 0, as in exact arithmetic. Head 0 of one sequence: q = +-c,
+// the chosen token's key = +c * sign(q), every other key = -c * sign(q), c = 2^64 (each
+// product 2^128, past FLT_MAX alone). f32 (f16 cannot overflow q.k), no ALiBi.
+PAGEDATTN_PROPERTY(prop_overflowing_logits_keep_sign, 60) {
+  Limits lim;
+  lim.fp8 = false;
+  lim.allow_empty = false;
+  Spec s = *gen_spec(lim);
+  s.scalar = DType::f32;
+  s.alibi = false;
+  s.layout = BlockLayout::distinct;  // one physical slot per token: each key is its own
+  const int L = *rc::gen::inRange(2, 3 * s.block_size + 2);
+  s.seq_lens = {L};
+  Problem p = build(s);
+  const int D = s.head_size, top = *rc::gen::inRange(0, L);
+  const std::vector<bool> neg = *rc::gen::container<std::vector<bool>>(D, rc::gen::arbitrary<bool>());
+  const double c = std::ldexp(1.0, 64);
+  for (int d = 0; d < D; ++d) {
+    const double sq = neg[d] ? -1.0 : 1.0;
+    test::set_element(p, test::Element::query, 0, 0, 0, d, sq * c);
+    for (int t = 0; t < L; ++t) test::set_element(p, test::Element::key, 0, t, 0, d, (t == top ? sq : -sq) * c);
+  }
+  const auto [blk, slot] = where(p, 0, top);
+  for (Kernel k : {Kernel::v1, Kernel::v2}) {
+    const test::Outputs o = run(p, k, s.profile);
+    for (int d = 0; d < D; ++d) {
+      const double want = get_v(p, blk, 0, slot, d);
+      if (!(o.out[d] == want))
+        RC_FAIL(std::string(k == Kernel::v1 ? "V1" : "V2") + " row 0, d " + std::to_string(d) +
+                ": got " + std::to_string(o.out[d]) + ", the top token's value " +
+                std::to_string(want));
     }
   }
 }

@@ -44,3 +44,46 @@ PAGEDATTN_PROPERTY(prop_v1_refused_iff_smem_exceeds, 200) {
 }
 
 }  // namespace pagedattn::prop
+
+namespace pagedattn::prop {
+
+// The shared-memory opt-in threshold: CUDA (and the emulator) refuse more than 48 KiB of
+// dynamic shared memory unless the kernel opted in, and remember an opt-in per kernel for
+// the process. So V1 must run on the FIRST launch of an instantiation whose request is just
+// above 48 KiB: for each block size, the shortest max_seq_len whose request exceeds
+// 49152 bytes (by at most 4 * block_size bytes). Run first in a fresh process (each ctest
+// test is one; mutate.py runs it alone first), an opt-in threshold a few bytes too high
+// (platform.cuh's allow_dynamic_smem) fails here; later cases see opted-in kernels.
+PAGEDATTN_PROPERTY(prop_v1_first_launch_just_above_48k, 30) {
+  Spec s;
+  s.scalar = *gen_scalar();
+  s.head_size = *gen_head_size();
+  s.profile = *gen_profile();
+  const emu::Profile prof = emu::load_profile(s.profile);
+  for (const int bs : {8, 16, 32}) {
+    s.block_size = bs;
+    std::int64_t len = bs;
+    while (attention_smem_bytes(prof.warp_size, s.head_size, v1_partition_tokens(bs, len)) <=
+           48 * 1024)
+      len += bs;
+    const std::int64_t need =
+        attention_smem_bytes(prof.warp_size, s.head_size, v1_partition_tokens(bs, len));
+    RC_ASSERT(need > 48 * 1024);
+    RC_ASSERT(need <= 48 * 1024 + 4 * bs);  // one block of tokens past the edge at most
+    if (need > prof.shared_memory_per_block_optin) continue;  // a profile without room
+    s.seq_lens = {1};
+    Problem p = build(s);
+    p.max_seq_len = static_cast<int>(len);
+    test::Outputs o;
+    try {
+      o = run(p, Kernel::v1, s.profile);
+    } catch (const LaunchError& e) {
+      RC_FAIL(std::string("V1 refused at ") + std::to_string(need) +
+              " bytes of shared memory (block size " + std::to_string(bs) + "): " + e.what());
+    }
+    const auto [blk, slot] = where(p, 0, 0);
+    RC_ASSERT(o.out[0] == get_v(p, blk, 0, slot, 0));
+  }
+}
+
+}  // namespace pagedattn::prop

@@ -22,10 +22,15 @@ std::string show_states(const test::wrong::States& st) {
 
 }  // namespace
 
+// The kernels' reduce on the states, with 1-2 more partitions past the sequence holding NaN
+// garbage (vLLM leaves them unwritten; the reduce must not read them) and a seq_len
+// anywhere in the last live partition.
 Reducer kernel_reducer(const std::string& profile) {
   return [profile](const test::wrong::States& st, DType out_dtype) {
     const int P = st.parts(), D = st.head_size, Psize = 64;
-    std::vector<float> es(P), ml(P), tmp(static_cast<std::size_t>(P) * D);
+    const int NP = P + *rc::gen::inRange(1, 3);
+    const int seq_len = P * Psize - *rc::gen::inRange(0, Psize);
+    std::vector<float> es(NP, NAN), ml(NP, NAN), tmp(static_cast<std::size_t>(NP) * D, NAN);
     for (int p = 0; p < P; ++p) {
       es[p] = static_cast<float>(st.s[p]);
       ml[p] = static_cast<float>(st.m[p]);
@@ -33,14 +38,14 @@ Reducer kernel_reducer(const std::string& profile) {
         tmp[static_cast<std::size_t>(p) * D + d] = static_cast<float>(st.o_at(p, d));
     }
     std::vector<std::uint8_t> out(static_cast<std::size_t>(D) * dtype_size(out_dtype), 0xff);
-    std::vector<std::int32_t> sl = {P * Psize};
+    std::vector<std::int32_t> sl = {seq_len};
     Options opt;
     opt.partition_size = Psize;
     paged_attention_reduce(TensorView::contiguous(out.data(), out_dtype, {1, 1, D}),
-                           TensorView::contiguous(es.data(), DType::f32, {1, 1, P}),
-                           TensorView::contiguous(ml.data(), DType::f32, {1, 1, P}),
-                           TensorView::contiguous(tmp.data(), DType::f32, {1, 1, P, D}),
-                           TensorView::contiguous(sl.data(), DType::i32, {1}), P * Psize,
+                           TensorView::contiguous(es.data(), DType::f32, {1, 1, NP}),
+                           TensorView::contiguous(ml.data(), DType::f32, {1, 1, NP}),
+                           TensorView::contiguous(tmp.data(), DType::f32, {1, 1, NP, D}),
+                           TensorView::contiguous(sl.data(), DType::i32, {1}), NP * Psize,
                            Backend::emulator(profile), opt);
     std::vector<double> r(D);
     for (int d = 0; d < D; ++d) r[d] = test::decode_scalar(out_dtype, out.data(), d);
@@ -117,6 +122,24 @@ void reduce_property(const Reducer& reduce) {
 PAGEDATTN_PROPERTY(prop_fold_partitions_softmax_reduce, 150) {
   const std::string profile = *gen_profile();
   reduce_property(kernel_reducer(profile));
+  // seq_len 0: no partition is the sequence's, all hold NaN garbage; the output is 0.
+  const DType out_dtype = *gen_scalar();
+  const int D = *rc::gen::element(32, 64, 128), NP = *rc::gen::inRange(1, 4);
+  std::vector<float> es(NP, NAN), ml(NP, NAN), tmp(static_cast<std::size_t>(NP) * D, NAN);
+  std::vector<std::uint8_t> out(static_cast<std::size_t>(D) * dtype_size(out_dtype), 0xff);
+  std::vector<std::int32_t> sl = {0};
+  Options opt;
+  opt.partition_size = 64;
+  paged_attention_reduce(TensorView::contiguous(out.data(), out_dtype, {1, 1, D}),
+                         TensorView::contiguous(es.data(), DType::f32, {1, 1, NP}),
+                         TensorView::contiguous(ml.data(), DType::f32, {1, 1, NP}),
+                         TensorView::contiguous(tmp.data(), DType::f32, {1, 1, NP, D}),
+                         TensorView::contiguous(sl.data(), DType::i32, {1}), NP * 64,
+                         Backend::emulator(profile), opt);
+  for (int d = 0; d < D; ++d) {
+    const double got = test::decode_scalar(out_dtype, out.data(), d);
+    if (!(got == 0.0)) RC_FAIL("seq_len 0: d " + std::to_string(d) + " got " + std::to_string(got));
+  }
 }
 
 }  // namespace pagedattn::prop

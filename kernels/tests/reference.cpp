@@ -1,5 +1,11 @@
 #include "reference.h"
 
+#include <emu/cuda_runtime.h>
+
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -380,6 +386,36 @@ std::vector<double> error_bounds(const Problem& p, Kernel kernel) {
   return bounds;
 }
 
+namespace {
+// Emulator device memory (cudaMalloc) holding a copy of a vector: under EMU_CHECKS=memcheck
+// each allocation ends flush against a guard page, so a kernel that reads or writes even one
+// element past any tensor is a finding (a std::vector's storage has no guard).
+template <class T>
+class DeviceCopy {
+ public:
+  explicit DeviceCopy(const std::vector<T>& v) : n_(v.size()) {
+    if (n_ == 0) return;
+    if (cudaMalloc(&ptr_, n_ * sizeof(T)) != cudaSuccess)
+      throw std::runtime_error("run_kernel: cudaMalloc of " + std::to_string(n_ * sizeof(T)) +
+                               " bytes failed");
+    std::memcpy(ptr_, v.data(), n_ * sizeof(T));
+  }
+  DeviceCopy(const DeviceCopy&) = delete;
+  DeviceCopy& operator=(const DeviceCopy&) = delete;
+  ~DeviceCopy() {
+    if (ptr_) cudaFree(ptr_);
+  }
+  T* data() const { return ptr_; }
+  void copy_to(std::vector<T>& v) const {
+    if (n_) std::memcpy(v.data(), ptr_, n_ * sizeof(T));
+  }
+
+ private:
+  T* ptr_ = nullptr;
+  std::size_t n_;
+};
+}  // namespace
+
 Outputs run_kernel(const Problem& p, Kernel kernel, const std::string& profile, bool poison) {
   const Config& c = p.c;
   const std::int64_t S = static_cast<std::int64_t>(p.seq_lens.size()), H = c.num_heads,
@@ -390,10 +426,11 @@ Outputs run_kernel(const Problem& p, Kernel kernel, const std::string& profile, 
                                                             : "fp8_e5m2";
   Outputs o;
   o.out_bytes.assign(S * H * D * dtype_size(c.scalar), poison ? 0xff : 0);  // 0xff..: NaN
-  std::vector<std::uint8_t> query = p.query, kc = p.key_cache, vc = p.value_cache;
-  std::vector<std::int32_t> bt = p.block_tables, sl = p.seq_lens;
-  std::vector<float> alibi = p.alibi;
-  const auto out = TensorView::contiguous(o.out_bytes.data(), c.scalar, {S, H, D});
+  const DeviceCopy<std::uint8_t> query(p.query), kc(p.key_cache), vc(p.value_cache);
+  const DeviceCopy<std::int32_t> bt(p.block_tables), sl(p.seq_lens);
+  const DeviceCopy<float> alibi(p.alibi);
+  const DeviceCopy<std::uint8_t> out_dev(o.out_bytes);
+  const auto out = TensorView::contiguous(out_dev.data(), c.scalar, {S, H, D});
   const auto q = TensorView::contiguous(query.data(), c.scalar, {S, H, D});
   const auto kt = TensorView::contiguous(kc.data(), cache_dtype,
                                          {p.num_blocks, c.num_kv_heads, D / p.x, B, p.x});
@@ -415,12 +452,18 @@ Outputs run_kernel(const Problem& p, Kernel kernel, const std::string& profile, 
     o.exp_sums.assign(S * H * P, NAN);
     o.max_logits.assign(S * H * P, NAN);
     o.tmp_out.assign(S * H * P * D * dtype_size(tmp_dtype), poison ? 0xff : 0);
-    paged_attention_v2(out, TensorView::contiguous(o.exp_sums.data(), DType::f32, {S, H, P}),
-                       TensorView::contiguous(o.max_logits.data(), DType::f32, {S, H, P}),
-                       TensorView::contiguous(o.tmp_out.data(), tmp_dtype, {S, H, P, D}), q, kt, vt,
+    const DeviceCopy<float> es(o.exp_sums), ml(o.max_logits);
+    const DeviceCopy<std::uint8_t> tmp(o.tmp_out);
+    paged_attention_v2(out, TensorView::contiguous(es.data(), DType::f32, {S, H, P}),
+                       TensorView::contiguous(ml.data(), DType::f32, {S, H, P}),
+                       TensorView::contiguous(tmp.data(), tmp_dtype, {S, H, P, D}), q, kt, vt,
                        c.num_kv_heads, p.c.scale, btv, slv, B, p.max_seq_len, al, kv_dtype,
                        p.c.k_scale, p.c.v_scale, 0, 0, 0, 64, 0, Backend::emulator(profile), opt);
+    es.copy_to(o.exp_sums);
+    ml.copy_to(o.max_logits);
+    tmp.copy_to(o.tmp_out);
   }
+  out_dev.copy_to(o.out_bytes);
   o.out.resize(S * H * D);
   for (std::size_t i = 0; i < o.out.size(); ++i)
     o.out[i] = decode_scalar(c.scalar, o.out_bytes.data(), i);
