@@ -204,7 +204,7 @@ def main():
             ok, cap = rp.precision_plot(out, bound_rows, dt, "err_over_bound", f"bound_{dt}")
             body.append(figure(out, f"bound_{dt}", cap))
     else:
-        body.append(na("error / bound (audit rows have bound = null until the bound lands)"))
+        body.append(na("error / bound (these audit rows carry no bound: none was launched)"))
     head = [r for r in rows if r["seq_len"] == 100000 and r["num_heads"] == 32]
     if head:
         cols = [("profile", "profile"), ("kernel", "kernel"), ("numerics", "numerics"),
