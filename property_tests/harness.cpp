@@ -18,22 +18,6 @@ namespace {
 std::size_t elem_size(const Problem& p) {
   return p.c.cache == CacheFormat::same ? dtype_size(p.c.scalar) : 1;
 }
-std::size_t k_index(const Problem& p, int blk, int kvh, int slot, int d) {
-  const int D = p.c.head_size, B = p.c.block_size, X = p.x;
-  return (((static_cast<std::size_t>(blk) * p.c.num_kv_heads + kvh) * (D / X) + d / X) * B + slot) *
-             X +
-         d % X;
-}
-std::size_t v_index(const Problem& p, int blk, int kvh, int slot, int d) {
-  const int D = p.c.head_size, B = p.c.block_size;
-  return ((static_cast<std::size_t>(blk) * p.c.num_kv_heads + kvh) * D + d) * B + slot;
-}
-std::size_t logical(const Problem& p, int blk, int kvh, int slot, int d) {
-  return ((static_cast<std::size_t>(blk) * p.c.num_kv_heads + kvh) * p.c.block_size + slot) *
-             p.c.head_size +
-         d;
-}
-
 // Rounds `want` to the scalar format and stores it; returns the stored value. NaN and inf
 // are stored as such.
 double store_scalar(DType t, std::uint8_t* base, std::size_t i, double want) {

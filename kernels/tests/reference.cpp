@@ -84,24 +84,6 @@ double random_element(std::mt19937_64& rng, DType scalar, CacheFormat cache, dou
   }
 }
 
-std::size_t k_index(const Problem& p, int blk, int kvh, int slot, int d) {
-  const int D = p.c.head_size, B = p.c.block_size, X = p.x;
-  return (((static_cast<std::size_t>(blk) * p.c.num_kv_heads + kvh) * ((D + X - 1) / X) + d / X) *
-              B +
-          slot) *
-             X +
-         d % X;
-}
-std::size_t v_index(const Problem& p, int blk, int kvh, int slot, int d) {
-  const int D = p.c.head_size, B = p.c.block_size;
-  return ((static_cast<std::size_t>(blk) * p.c.num_kv_heads + kvh) * D + d) * B + slot;
-}
-std::size_t logical(const Problem& p, int blk, int kvh, int slot, int d) {
-  return ((static_cast<std::size_t>(blk) * p.c.num_kv_heads + kvh) * p.c.block_size + slot) *
-             p.c.head_size +
-         d;
-}
-
 }  // namespace
 
 double unit_roundoff(DType t) {

@@ -47,6 +47,26 @@ struct Problem {
   std::vector<char> used_slot;
 };
 
+// Indices into the cache arrays (vLLM's layouts: key [blocks, kv_heads, D/x, B, x], value
+// [blocks, kv_heads, D, B]) and into the decoded logical copies [blocks, kv_heads, B, D].
+inline std::size_t k_index(const Problem& p, int blk, int kvh, int slot, int d) {
+  const int D = p.c.head_size, B = p.c.block_size, X = p.x;
+  return (((static_cast<std::size_t>(blk) * p.c.num_kv_heads + kvh) * ((D + X - 1) / X) + d / X) *
+              B +
+          slot) *
+             X +
+         d % X;
+}
+inline std::size_t v_index(const Problem& p, int blk, int kvh, int slot, int d) {
+  const int D = p.c.head_size, B = p.c.block_size;
+  return ((static_cast<std::size_t>(blk) * p.c.num_kv_heads + kvh) * D + d) * B + slot;
+}
+inline std::size_t logical(const Problem& p, int blk, int kvh, int slot, int d) {
+  return ((static_cast<std::size_t>(blk) * p.c.num_kv_heads + kvh) * p.c.block_size + slot) *
+             p.c.head_size +
+         d;
+}
+
 Problem make_problem(const Config& c);
 // Overwrites every cache slot no sequence uses (slots past seq_len in a last block, spare
 // blocks) with NaN (or zero) bit patterns.
