@@ -18,12 +18,12 @@ const char* const kDescription =
     "of the output dtype, max relative error, non-finite outputs where the exact value is\n"
     "finite, the proven per-element error bound and error/bound (proofs/error_bound.md),\n"
     "whether the kernel launched (V1 is refused when its shared memory exceeds the\n"
-    "profile's) and why not, "
-    "and the time. Lists are comma-separated; the grid is their cartesian product. Every\n"
-    "case runs with our numerics and/or vLLM's (--numerics), and optionally with the\n"
-    "emulator's __expf wrong by up to K ulps (--exp-ulp), to measure how the errors grow\n"
-    "with a less accurate exp (CUDA's __expf states 2 + floor(1.173|x|) ulps; BI-V100's\n"
-    "accuracy is unknown). The audit measures; it does not judge unless --fail-on says so.\n"
+    "profile's) and why not, and the time. Lists are comma-separated; the grid is their\n"
+    "cartesian product. Every case runs with our numerics and/or vLLM's (--numerics), and\n"
+    "optionally with the emulator's __expf wrong by up to K ulps (--exp-ulp), to measure\n"
+    "how the errors grow with a less accurate exp (CUDA's __expf states 2 +\n"
+    "floor(1.173|x|) ulps; BI-V100's accuracy is unknown). The audit measures; it does\n"
+    "not judge unless --fail-on says so.\n"
     "Config-file keys are the flag names without '--'; '_' may replace '-'.";
 
 const char* const kFooter =
