@@ -48,7 +48,7 @@ int gate(const Config& c, const std::vector<CaseResult>& cases, std::ostream& er
                  !r.findings.empty();
     // Each element against its own bound (theorem kernel_error_bound); a case without a
     // bound (not launched) is never "over".
-    over += r.err_over_bound && *r.err_over_bound > 1;
+    over += r.err_over_bound() && *r.err_over_bound() > 1;
   }
   if (wants("error") && errors) {
     err << "pagedattn audit: --fail-on error: " << errors << " case(s) with status \"error\"\n";

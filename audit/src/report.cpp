@@ -74,8 +74,8 @@ void print_table(std::ostream& os, const std::vector<CaseResult>& cases) {
                   m ? short_num(r.metrics->mean_abs_err).c_str() : "-",
                   m ? short_num(r.metrics->max_ulp_err).c_str() : "-",
                   m ? short_num(r.metrics->max_rel_err).c_str() : "-",
-                  r.bound ? short_num(*r.bound).c_str() : "-",
-                  r.err_over_bound ? short_num(*r.err_over_bound).c_str() : "-", r.time_s);
+                  r.bound() ? short_num(*r.bound()).c_str() : "-",
+                  r.err_over_bound() ? short_num(*r.err_over_bound()).c_str() : "-", r.time_s);
     os << line;
     if (!r.launched) os << "    reason: " << r.reason << "\n";
     if (m && r.metrics->nonfinite) {
@@ -128,8 +128,8 @@ std::string to_json(const std::vector<CaseResult>& cases, const std::string& com
     j["elements"] = m ? ordered_json(r.metrics->elements) : ordered_json();
     j["exact_nan"] = m ? ordered_json(r.metrics->exact_nan) : ordered_json();
     j["exact_nan_mismatch"] = m ? ordered_json(r.metrics->exact_nan_mismatch) : ordered_json();
-    j["bound"] = r.bound ? number(*r.bound) : ordered_json();
-    j["err_over_bound"] = r.err_over_bound ? number(*r.err_over_bound) : ordered_json();
+    j["bound"] = r.bound() ? number(*r.bound()) : ordered_json();
+    j["err_over_bound"] = r.err_over_bound() ? number(*r.err_over_bound()) : ordered_json();
     j["findings"] = r.findings;
     j["time_s"] = r.time_s;
     j["ref_time_s"] = r.ref_time_s;
@@ -161,9 +161,9 @@ std::string to_csv(const std::vector<CaseResult>& cases) {
        << met(m ? r.metrics->max_abs_err : 0) << ',' << met(m ? r.metrics->mean_abs_err : 0) << ','
        << met(m ? r.metrics->max_ulp_err : 0) << ',' << met(m ? r.metrics->max_rel_err : 0) << ','
        << (m ? std::to_string(r.metrics->nonfinite) : "") << ','
-       << (r.bound ? num_text(*r.bound) : "") << ','
-       << (r.err_over_bound ? num_text(*r.err_over_bound) : "") << ',' << num_text(r.time_s) << ','
-       << num_text(r.ref_time_s) << ','
+       << (r.bound() ? num_text(*r.bound()) : "") << ','
+       << (r.err_over_bound() ? num_text(*r.err_over_bound()) : "") << ',' << num_text(r.time_s)
+       << ',' << num_text(r.ref_time_s) << ','
        << (r.gpu_vs_emulator_max_abs_diff ? num_text(*r.gpu_vs_emulator_max_abs_diff) : "") << '\n';
   }
   return os.str();

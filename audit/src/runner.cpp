@@ -350,8 +350,6 @@ std::vector<CaseResult> run_inputs(const Config& c, const Inputs& in,
       const std::vector<double> bounds =
           element_bounds(in, magnitudes, bound_cases[i], exact.value, exact.value_err);
       r.metrics = compute_metrics(in.dtype, outputs[i].data(), exact.value, exact.bits, &bounds);
-      r.bound = r.metrics->bound;
-      r.err_over_bound = r.metrics->err_over_bound;
       const std::string f = first_nonfinite_output("out", in.dtype, outputs[i].data(), S, H, D);
       if (!f.empty()) r.findings.push_back("non-finite output " + f);
     }

@@ -25,9 +25,9 @@ std::string describe(const CaseResult& r) {
 void expect_within_bounds(const std::vector<CaseResult>& cases) {
   for (const CaseResult& r : cases) {
     ASSERT_TRUE(r.launched) << describe(r) << ": " << r.reason;
-    ASSERT_TRUE(r.bound && r.err_over_bound) << describe(r);
+    ASSERT_TRUE(r.bound() && r.err_over_bound()) << describe(r);
     EXPECT_EQ(r.metrics->nonfinite, 0) << describe(r);
-    EXPECT_LE(*r.err_over_bound, 1.0) << describe(r) << " bound " << *r.bound;
+    EXPECT_LE(*r.err_over_bound(), 1.0) << describe(r) << " bound " << *r.bound();
   }
 }
 
@@ -85,9 +85,9 @@ TEST(BoundAudit, WorstRowsReachTheirBound) {
   c.partition_sizes = {512};
   std::map<std::string, double> worst;
   for (const CaseResult& r : run_grid(c)) {
-    ASSERT_TRUE(r.err_over_bound) << describe(r);
-    EXPECT_LE(*r.err_over_bound, 1.0) << describe(r);
-    worst[r.dtype] = std::max(worst[r.dtype], *r.err_over_bound);
+    ASSERT_TRUE(r.err_over_bound()) << describe(r);
+    EXPECT_LE(*r.err_over_bound(), 1.0) << describe(r);
+    worst[r.dtype] = std::max(worst[r.dtype], *r.err_over_bound());
   }
   std::printf("worst err_over_bound: f32 %.3g, bf16 %.3g\n", worst["f32"], worst["bf16"]);
   EXPECT_GE(worst["f32"], 0.01);
@@ -113,7 +113,7 @@ TEST(BoundAudit, VllmNumericsExceedOurBound) {
   expect_within_bounds(cases);  // each against its own bound
   std::map<std::string, double> ours_bound;
   for (const CaseResult& r : cases)
-    if (r.numerics == "ours") ours_bound[r.kernel] = *r.bound;
+    if (r.numerics == "ours") ours_bound[r.kernel] = *r.bound();
   double worst = 0;
   for (const CaseResult& r : cases)
     if (r.numerics == "vllm")

@@ -62,8 +62,8 @@ TEST(EndToEnd, OursWithinTheDerivedBoundAndVllmRowsPresent) {
     EXPECT_EQ(r.metrics->nonfinite, 0) << what;  // nan_tail: no NaN reaches an output
     // Theorem kernel_error_bound (proofs/error_bound.md), ours and vLLM's each against
     // its own bound: every element within it.
-    ASSERT_TRUE(r.bound.has_value() && r.err_over_bound.has_value()) << what;
-    EXPECT_LE(*r.err_over_bound, 1.0) << what;
+    ASSERT_TRUE(r.bound().has_value() && r.err_over_bound().has_value()) << what;
+    EXPECT_LE(*r.err_over_bound(), 1.0) << what;
     if (r.numerics == "vllm") {
       ++vllm_rows;
       continue;  // vLLM's algorithm is measured, not held to our tolerance

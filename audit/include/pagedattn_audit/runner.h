@@ -36,9 +36,12 @@ struct CaseResult {
   bool launched = false;
   std::string reason;              // why it did not launch; "" when launched
   std::optional<Metrics> metrics;  // when launched
-  // Theorem kernel_error_bound (proofs/error_bound.md), when launched: the largest
+  // Theorem kernel_error_bound (proofs/error_bound.md), read from `metrics`: the largest
   // per-element bound, and max over elements of |out - exact| / that element's bound.
-  std::optional<double> bound, err_over_bound;
+  std::optional<double> bound() const { return metrics ? metrics->bound : std::nullopt; }
+  std::optional<double> err_over_bound() const {
+    return metrics ? metrics->err_over_bound : std::nullopt;
+  }
   // Non-finite findings (findings.h): the first NaN/inf live input, the first NaN/inf
   // output; empty when there is none.
   std::vector<std::string> findings;
