@@ -130,8 +130,7 @@ void emulator_v2(const Problem& p, std::vector<__half>& out) {
       TensorView::contiguous(const_cast<std::int32_t*>(p.block_table.data()), DType::i32,
                              {1, kBlocks}),
       TensorView::contiguous(const_cast<std::int32_t*>(p.seq_lens.data()), DType::i32, {1}), kBlock,
-      kTokens, TensorView{}, "auto", 1.0, 1.0, 0, 0, 0, 64, 0, pagedattn::Backend::emulator("h200"),
-      opt);
+      kTokens, TensorView{}, "auto", 1.0, 1.0, pagedattn::Backend::emulator("h200"), opt);
 }
 
 // Largest |emulator - native| over the output, in units of fp16's unit roundoff relative

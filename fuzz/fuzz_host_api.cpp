@@ -133,13 +133,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (which == 0) {
       pagedattn::paged_attention_v1(out.view, query.view, key.view, value.view, KVH, scale,
                                     tables.view, lens.view, B, max_seq_len, alibi.view,
-                                    kv_cache_dtype, k_scale, v_scale, 0, 0, 0, 64, 0, emulator,
-                                    options);
+                                    kv_cache_dtype, k_scale, v_scale, emulator, options);
     } else if (which == 1) {
       pagedattn::paged_attention_v2(out.view, exp_sums.view, max_logits.view, tmp_out.view,
                                     query.view, key.view, value.view, KVH, scale, tables.view,
                                     lens.view, B, max_seq_len, alibi.view, kv_cache_dtype, k_scale,
-                                    v_scale, 0, 0, 0, 64, 0, emulator, options);
+                                    v_scale, emulator, options);
     } else {
       pagedattn::paged_attention_reduce(out.view, exp_sums.view, max_logits.view, tmp_out.view,
                                         lens.view, max_seq_len, emulator, options);

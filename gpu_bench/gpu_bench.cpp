@@ -109,7 +109,7 @@ json run_case(const Case& c, double copy_gbps, int reps) {
     const double us = gpubench::time_us(
         [&] {
           paged_attention_v1(O, Q, K, V, kKvHeads, scale, BT, SL, B, L, TensorView{}, "auto", 1.0,
-                             1.0, 0, 0, 0, 64, 0, be);
+                             1.0, be);
         },
         2, reps);
     row("v1", us, kv + table_b + 2 * io_b, "");
@@ -119,7 +119,7 @@ json run_case(const Case& c, double copy_gbps, int reps) {
   const double v2 = gpubench::time_us(
       [&] {
         paged_attention_v2(O, ES, ML, TMP, Q, K, V, kKvHeads, scale, BT, SL, B, L, TensorView{},
-                           "auto", 1.0, 1.0, 0, 0, 0, 64, 0, be);
+                           "auto", 1.0, 1.0, be);
       },
       2, reps);
   const double red =

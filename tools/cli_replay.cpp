@@ -167,10 +167,20 @@ Replay load_replay(const std::string& dir_text, bool bf16, const std::string& kv
   pagedattn::TensorView out = view_of(out_bytes, r.scalar);
   out.data = &out_bytes;  // never written: validation reads no tensor data
   try {
-    const pagedattn::AttentionParams p = pagedattn::validate_attention(
-        pagedattn::Kernel::v1, out, {}, {}, {}, query_view, key_view, value_view, num_kv_heads, 1.0,
-        tables_view, lens_view, block_size, r.max_seq_len, alibi_view, kv_cache_dtype, 1.0, 1.0, 0,
-        0, 0, 64, 0, pagedattn::Options{});
+    pagedattn::AttentionCall call;
+    call.out = out;
+    call.query = query_view;
+    call.key_cache = key_view;
+    call.value_cache = value_view;
+    call.num_kv_heads = num_kv_heads;
+    call.block_tables = tables_view;
+    call.seq_lens = lens_view;
+    call.block_size = block_size;
+    call.max_seq_len = r.max_seq_len;
+    call.alibi_slopes = alibi_view;
+    call.kv_cache_dtype = kv_cache_dtype;
+    const pagedattn::AttentionParams p =
+        pagedattn::validate_attention(pagedattn::Kernel::v1, call, pagedattn::Options{});
     pagedattn::validate_indices(p, r.block_tables.as<std::int32_t>(),
                                 r.seq_lens.as<std::int32_t>());
     r.num_seqs = p.num_seqs;

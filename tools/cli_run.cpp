@@ -124,28 +124,28 @@ Output make_output(const std::string& name, const std::string& descr, pagedattn:
   return o;
 }
 
-// The arguments of one kernel call, in vLLM's order, over the replay's tensors.
+// The inputs of the replay's kernel calls, by name (outputs are set per call).
 struct Call {
-  pagedattn::TensorView query, key_cache, value_cache, block_tables, seq_lens, alibi;
-  const Replay* r;
+  pagedattn::AttentionCall inputs;
   const Settings* s;
-  double scale, k_scale, v_scale;
 };
 
-void call_v1(const Call& c, const Output& out, const pagedattn::Options& o) {
-  pagedattn::paged_attention_v1(
-      out.view, c.query, c.key_cache, c.value_cache, c.r->num_kv_heads, c.scale, c.block_tables,
-      c.seq_lens, c.r->block_size, c.r->max_seq_len, c.alibi, c.s->kv_cache_dtype, c.k_scale,
-      c.v_scale, 0, 0, 0, 64, 0, pagedattn::Backend::emulator(c.s->profile), o);
+pagedattn::AttentionCall with_outputs(const Call& c, pagedattn::Kernel k, const Output& out,
+                                      const Output& es, const Output& ml, const Output& tmp) {
+  pagedattn::AttentionCall a = c.inputs;
+  a.out = out.view;
+  if (k == pagedattn::Kernel::v2) {
+    a.exp_sums = es.view;
+    a.max_logits = ml.view;
+    a.tmp_out = tmp.view;
+  }
+  return a;
 }
 
-void call_v2(const Call& c, const Output& out, const Output& es, const Output& ml,
-             const Output& tmp, const pagedattn::Options& o) {
-  pagedattn::paged_attention_v2(out.view, es.view, ml.view, tmp.view, c.query, c.key_cache,
-                                c.value_cache, c.r->num_kv_heads, c.scale, c.block_tables,
-                                c.seq_lens, c.r->block_size, c.r->max_seq_len, c.alibi,
-                                c.s->kv_cache_dtype, c.k_scale, c.v_scale, 0, 0, 0, 64, 0,
-                                pagedattn::Backend::emulator(c.s->profile), o);
+void call_kernel(const Call& c, pagedattn::Kernel k, const Output& out, const Output& es,
+                 const Output& ml, const Output& tmp, const pagedattn::Options& o) {
+  pagedattn::paged_attention(k, with_outputs(c, k, out, es, ml, tmp),
+                             pagedattn::Backend::emulator(c.s->profile), o);
 }
 
 // Why V1 failed, in the terms a user can act on: the shared memory it needs here, the
@@ -190,19 +190,23 @@ int run(const Settings& s) {
   }
 
   Call c;
-  c.r = &r;
   c.s = &s;
-  c.scale =
+  pagedattn::AttentionCall& in = c.inputs;
+  in.scale =
       !s.scale.empty() ? std::stod(s.scale) : 1.0 / std::sqrt(static_cast<double>(r.head_size));
-  c.k_scale = std::stod(s.k_scale);
-  c.v_scale = std::stod(s.v_scale);
-  c.query = view_of(r.query, r.scalar);
+  in.k_scale = std::stod(s.k_scale);
+  in.v_scale = std::stod(s.v_scale);
+  in.kv_cache_dtype = s.kv_cache_dtype;
+  in.num_kv_heads = r.num_kv_heads;
+  in.block_size = r.block_size;
+  in.max_seq_len = r.max_seq_len;
+  in.query = view_of(r.query, r.scalar);
   const pagedattn::DType cache_view = s.kv_cache_dtype == "auto" ? r.scalar : pagedattn::DType::u8;
-  c.key_cache = view_of(r.key_cache, cache_view);
-  c.value_cache = view_of(r.value_cache, cache_view);
-  c.block_tables = view_of(r.block_tables, pagedattn::DType::i32);
-  c.seq_lens = view_of(r.seq_lens, pagedattn::DType::i32);
-  if (r.has_alibi) c.alibi = view_of(r.alibi_slopes, pagedattn::DType::f32);
+  in.key_cache = view_of(r.key_cache, cache_view);
+  in.value_cache = view_of(r.value_cache, cache_view);
+  in.block_tables = view_of(r.block_tables, pagedattn::DType::i32);
+  in.seq_lens = view_of(r.seq_lens, pagedattn::DType::i32);
+  if (r.has_alibi) in.alibi_slopes = view_of(r.alibi_slopes, pagedattn::DType::f32);
 
   pagedattn::Options opts;
   opts.partition_size = partition_size;
@@ -224,9 +228,7 @@ int run(const Settings& s) {
       }
       const Output& o = k == pagedattn::Kernel::v1 ? out_v1 : out_v2;
       const auto p = pagedattn::validate_attention(
-          k, o.view, exp_sums.view, max_logits.view, tmp_out.view, c.query, c.key_cache,
-          c.value_cache, r.num_kv_heads, c.scale, c.block_tables, c.seq_lens, r.block_size,
-          r.max_seq_len, c.alibi, s.kv_cache_dtype, c.k_scale, c.v_scale, 0, 0, 0, 64, 0, opts);
+          k, with_outputs(c, k, o, exp_sums, max_logits, tmp_out), opts);
       pagedattn::validate_indices(p, r.block_tables.as<std::int32_t>(),
                                   r.seq_lens.as<std::int32_t>());
     }
@@ -236,13 +238,13 @@ int run(const Settings& s) {
 
   std::cout << "replay " << s.dir << ": num_seqs " << S << ", num_heads " << H << ", num_kv_heads "
             << r.num_kv_heads << ", head_size " << D << ", block_size " << r.block_size
-            << ", max_seq_len " << r.max_seq_len << ", scale " << c.scale << ", profile "
+            << ", max_seq_len " << r.max_seq_len << ", scale " << c.inputs.scale << ", profile "
             << s.profile << "\n";
 
   bool v1_ok = false, v2_ok = false;
   if (want_v1) {
     try {
-      call_v1(c, out_v1, opts);
+      call_kernel(c, pagedattn::Kernel::v1, out_v1, exp_sums, max_logits, tmp_out, opts);
       v1_ok = true;
     } catch (const std::exception& e) {
       std::cerr << "pagedattn run: " << v1_failure(r, s.profile, e.what()) << "\n";
@@ -250,7 +252,7 @@ int run(const Settings& s) {
   }
   if (want_v2) {
     try {
-      call_v2(c, out_v2, exp_sums, max_logits, tmp_out, opts);
+      call_kernel(c, pagedattn::Kernel::v2, out_v2, exp_sums, max_logits, tmp_out, opts);
       v2_ok = true;
     } catch (const std::exception& e) {
       std::cerr << "pagedattn run: paged_attention_v2 failed on profile " << s.profile << ": "
@@ -276,7 +278,7 @@ int run(const Settings& s) {
   pagedattn::audit::LiveInputs live;
   live.num_seqs = S, live.num_heads = H, live.num_kv_heads = r.num_kv_heads, live.head_size = D;
   live.block_size = r.block_size, live.max_blocks_per_seq = r.max_blocks_per_seq;
-  live.scalar = r.scalar, live.cache = r.cache, live.scale = c.scale;
+  live.scalar = r.scalar, live.cache = r.cache, live.scale = c.inputs.scale;
   live.query = r.query.data.data(), live.key_cache = r.key_cache.data.data();
   live.value_cache = r.value_cache.data.data();
   live.block_tables = r.block_tables.as<std::int32_t>();

@@ -119,7 +119,7 @@ double run(const DeviceInputs& d, const std::string& kernel, const Options& opt,
     paged_attention_v2(view(o, in.dtype, {S, H, D}), view(es, DType::f32, {S, H, NP}),
                        view(ml, DType::f32, {S, H, NP}), view(tmp, td, {S, H, NP, D}), q, kc, vc,
                        KVH, in.scale, bt, sl, B, in.max_seq_len, al, in.kv_cache_dtype(),
-                       in.k_scale, in.v_scale, 0, 0, 0, 64, 0, be, opt);
+                       in.k_scale, in.v_scale, be, opt);
     check(cudaEventRecord(stop.e), "cudaEventRecord");
   }
   // The kernels' own errors surface here (an asynchronous fault, not a refused launch).

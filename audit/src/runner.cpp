@@ -249,15 +249,14 @@ std::vector<CaseResult> run_inputs(const Config& c, const Inputs& in,
               const Backend be = Backend::emulator(profile);
               if (kernel == "v1") {
                 paged_attention_v1(out.view, q, kc, vc, KVH, in.scale, bt, sl, B, in.max_seq_len,
-                                   al, in.kv_cache_dtype(), in.k_scale, in.v_scale, 0, 0, 0, 64, 0,
-                                   be, opt);
+                                   al, in.kv_cache_dtype(), in.k_scale, in.v_scale, be, opt);
               } else {
                 Buffer es(DType::f32, {S, H, NP}), ml(DType::f32, {S, H, NP});
                 Buffer tmp(effective_choices(opt).partials_in_output_dtype ? in.dtype : DType::f32,
                            {S, H, NP, D});
                 paged_attention_v2(out.view, es.view, ml.view, tmp.view, q, kc, vc, KVH, in.scale,
                                    bt, sl, B, in.max_seq_len, al, in.kv_cache_dtype(), in.k_scale,
-                                   in.v_scale, 0, 0, 0, 64, 0, be, opt);
+                                   in.v_scale, be, opt);
               }
               r.status = "ok";
               r.launched = true;

@@ -65,19 +65,19 @@ TEST(LongSequence, FourMillionTokensOnBiV100WithinTheBound) {
   // V1 would need the whole sequence's logits in shared memory: refused on bi-v100.
   try {
     paged_attention_v1(view(out.data(), DType::f16, {1, 1, D}), q, kc, vc, 1, in.scale, bt, sl, B,
-                       in.max_seq_len, TensorView{}, "auto", 1, 1, 0, 0, 0, 64, 0,
-                       Backend::emulator("bi-v100"), opt);
+                       in.max_seq_len, TensorView{}, "auto", 1, 1, Backend::emulator("bi-v100"),
+                       opt);
     ADD_FAILURE() << "V1 ran 4M tokens in 48 KiB of shared memory";
   } catch (const LaunchError& e) {
     EXPECT_NE(std::string(e.what()).find("shared memory"), std::string::npos) << e.what();
   }
 
   std::vector<float> es(NP), ml(NP), tmp(NP * D);
-  paged_attention_v2(
-      view(out.data(), DType::f16, {1, 1, D}), view(es.data(), DType::f32, {1, 1, NP}),
-      view(ml.data(), DType::f32, {1, 1, NP}), view(tmp.data(), DType::f32, {1, 1, NP, D}), q, kc,
-      vc, 1, in.scale, bt, sl, B, in.max_seq_len, TensorView{}, "auto", 1, 1, 0, 0, 0, 64, 0,
-      Backend::emulator("bi-v100"), opt);
+  paged_attention_v2(view(out.data(), DType::f16, {1, 1, D}),
+                     view(es.data(), DType::f32, {1, 1, NP}),
+                     view(ml.data(), DType::f32, {1, 1, NP}),
+                     view(tmp.data(), DType::f32, {1, 1, NP, D}), q, kc, vc, 1, in.scale, bt, sl, B,
+                     in.max_seq_len, TensorView{}, "auto", 1, 1, Backend::emulator("bi-v100"), opt);
   ref::Problem p;
   p.num_seqs = p.num_heads = p.num_kv_heads = 1;
   p.head_size = static_cast<int>(D);

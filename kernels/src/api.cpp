@@ -53,6 +53,51 @@ bool has_cuda_backend() {
   return PAGEDATTN_HAVE_CUDA != 0;
 }
 
+void paged_attention(Kernel kernel, const AttentionCall& call, const Backend& backend,
+                     const Options& options) {
+  if (kernel == Kernel::reduce) {
+    throw Error(
+        "pagedattn: paged_attention takes Kernel::v1 or Kernel::v2; the reduce alone is "
+        "paged_attention_reduce");
+  }
+  check_indices_and_run(validate_attention(kernel, call, options), backend, options);
+}
+
+namespace {
+
+// vLLM's positional arguments as the named call: written once for the four vLLM-ordered
+// entry points below.
+void forward(Kernel kernel, const TensorView& out, const TensorView& exp_sums,
+             const TensorView& max_logits, const TensorView& tmp_out, const TensorView& query,
+             const TensorView& key_cache, const TensorView& value_cache, std::int64_t num_kv_heads,
+             double scale, const TensorView& block_tables, const TensorView& seq_lens,
+             std::int64_t block_size, std::int64_t max_seq_len, const TensorView& alibi_slopes,
+             const std::string& kv_cache_dtype, double k_scale, double v_scale,
+             const BlockSparse& blocksparse, const Backend& backend, const Options& options) {
+  AttentionCall c;
+  c.out = out;
+  c.exp_sums = exp_sums;
+  c.max_logits = max_logits;
+  c.tmp_out = tmp_out;
+  c.query = query;
+  c.key_cache = key_cache;
+  c.value_cache = value_cache;
+  c.num_kv_heads = num_kv_heads;
+  c.scale = scale;
+  c.block_tables = block_tables;
+  c.seq_lens = seq_lens;
+  c.block_size = block_size;
+  c.max_seq_len = max_seq_len;
+  c.alibi_slopes = alibi_slopes;
+  c.kv_cache_dtype = kv_cache_dtype;
+  c.k_scale = k_scale;
+  c.v_scale = v_scale;
+  c.blocksparse = blocksparse;
+  paged_attention(kernel, c, backend, options);
+}
+
+}  // namespace
+
 void paged_attention_v1(const TensorView& out, const TensorView& query, const TensorView& key_cache,
                         const TensorView& value_cache, std::int64_t num_kv_heads, double scale,
                         const TensorView& block_tables, const TensorView& seq_lens,
@@ -63,12 +108,12 @@ void paged_attention_v1(const TensorView& out, const TensorView& query, const Te
                         std::int64_t blocksparse_block_size,
                         std::int64_t blocksparse_head_sliding_step, const Backend& backend,
                         const Options& options) {
-  const AttentionParams p = validate_attention(
-      Kernel::v1, out, TensorView{}, TensorView{}, TensorView{}, query, key_cache, value_cache,
-      num_kv_heads, scale, block_tables, seq_lens, block_size, max_seq_len, alibi_slopes,
-      kv_cache_dtype, k_scale, v_scale, tp_rank, blocksparse_local_blocks, blocksparse_vert_stride,
-      blocksparse_block_size, blocksparse_head_sliding_step, options);
-  check_indices_and_run(p, backend, options);
+  forward(Kernel::v1, out, {}, {}, {}, query, key_cache, value_cache, num_kv_heads, scale,
+          block_tables, seq_lens, block_size, max_seq_len, alibi_slopes, kv_cache_dtype, k_scale,
+          v_scale,
+          {tp_rank, blocksparse_local_blocks, blocksparse_vert_stride, blocksparse_block_size,
+           blocksparse_head_sliding_step},
+          backend, options);
 }
 
 void paged_attention_v2(
@@ -80,12 +125,38 @@ void paged_attention_v2(
     double k_scale, double v_scale, std::int64_t tp_rank, std::int64_t blocksparse_local_blocks,
     std::int64_t blocksparse_vert_stride, std::int64_t blocksparse_block_size,
     std::int64_t blocksparse_head_sliding_step, const Backend& backend, const Options& options) {
-  const AttentionParams p = validate_attention(
-      Kernel::v2, out, exp_sums, max_logits, tmp_out, query, key_cache, value_cache, num_kv_heads,
-      scale, block_tables, seq_lens, block_size, max_seq_len, alibi_slopes, kv_cache_dtype, k_scale,
-      v_scale, tp_rank, blocksparse_local_blocks, blocksparse_vert_stride, blocksparse_block_size,
-      blocksparse_head_sliding_step, options);
-  check_indices_and_run(p, backend, options);
+  forward(Kernel::v2, out, exp_sums, max_logits, tmp_out, query, key_cache, value_cache,
+          num_kv_heads, scale, block_tables, seq_lens, block_size, max_seq_len, alibi_slopes,
+          kv_cache_dtype, k_scale, v_scale,
+          {tp_rank, blocksparse_local_blocks, blocksparse_vert_stride, blocksparse_block_size,
+           blocksparse_head_sliding_step},
+          backend, options);
+}
+
+void paged_attention_v1(const TensorView& out, const TensorView& query, const TensorView& key_cache,
+                        const TensorView& value_cache, std::int64_t num_kv_heads, double scale,
+                        const TensorView& block_tables, const TensorView& seq_lens,
+                        std::int64_t block_size, std::int64_t max_seq_len,
+                        const TensorView& alibi_slopes, const std::string& kv_cache_dtype,
+                        double k_scale, double v_scale, const Backend& backend,
+                        const Options& options) {
+  forward(Kernel::v1, out, {}, {}, {}, query, key_cache, value_cache, num_kv_heads, scale,
+          block_tables, seq_lens, block_size, max_seq_len, alibi_slopes, kv_cache_dtype, k_scale,
+          v_scale, BlockSparse{}, backend, options);
+}
+
+void paged_attention_v2(const TensorView& out, const TensorView& exp_sums,
+                        const TensorView& max_logits, const TensorView& tmp_out,
+                        const TensorView& query, const TensorView& key_cache,
+                        const TensorView& value_cache, std::int64_t num_kv_heads, double scale,
+                        const TensorView& block_tables, const TensorView& seq_lens,
+                        std::int64_t block_size, std::int64_t max_seq_len,
+                        const TensorView& alibi_slopes, const std::string& kv_cache_dtype,
+                        double k_scale, double v_scale, const Backend& backend,
+                        const Options& options) {
+  forward(Kernel::v2, out, exp_sums, max_logits, tmp_out, query, key_cache, value_cache,
+          num_kv_heads, scale, block_tables, seq_lens, block_size, max_seq_len, alibi_slopes,
+          kv_cache_dtype, k_scale, v_scale, BlockSparse{}, backend, options);
 }
 
 void paged_attention_reduce(const TensorView& out, const TensorView& exp_sums,

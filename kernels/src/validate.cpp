@@ -101,15 +101,22 @@ void check_states(const TensorView& exp_sums, const TensorView& max_logits,
 
 }  // namespace
 
-AttentionParams validate_attention(
-    Kernel kernel, const TensorView& out, const TensorView& exp_sums, const TensorView& max_logits,
-    const TensorView& tmp_out, const TensorView& query, const TensorView& key_cache,
-    const TensorView& value_cache, std::int64_t num_kv_heads, double scale,
-    const TensorView& block_tables, const TensorView& seq_lens, std::int64_t block_size,
-    std::int64_t max_seq_len, const TensorView& alibi_slopes, const std::string& kv_cache_dtype,
-    double k_scale, double v_scale, std::int64_t tp_rank, std::int64_t blocksparse_local_blocks,
-    std::int64_t blocksparse_vert_stride, std::int64_t blocksparse_block_size,
-    std::int64_t blocksparse_head_sliding_step, const Options& options) {
+AttentionParams validate_attention(Kernel kernel, const AttentionCall& call,
+                                   const Options& options) {
+  // The call's fields under the names vLLM gives its arguments (the messages use them).
+  const TensorView &out = call.out, &exp_sums = call.exp_sums, &max_logits = call.max_logits,
+                   &tmp_out = call.tmp_out, &query = call.query, &key_cache = call.key_cache,
+                   &value_cache = call.value_cache, &block_tables = call.block_tables,
+                   &seq_lens = call.seq_lens, &alibi_slopes = call.alibi_slopes;
+  const std::int64_t num_kv_heads = call.num_kv_heads, block_size = call.block_size,
+                     max_seq_len = call.max_seq_len;
+  const double scale = call.scale, k_scale = call.k_scale, v_scale = call.v_scale;
+  const std::string& kv_cache_dtype = call.kv_cache_dtype;
+  const std::int64_t tp_rank = call.blocksparse.tp_rank,
+                     blocksparse_local_blocks = call.blocksparse.local_blocks,
+                     blocksparse_vert_stride = call.blocksparse.vert_stride,
+                     blocksparse_block_size = call.blocksparse.block_size,
+                     blocksparse_head_sliding_step = call.blocksparse.head_sliding_step;
   AttentionParams p;
   p.kernel = kernel;
   p.numerics = options.numerics;

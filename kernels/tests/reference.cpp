@@ -426,8 +426,7 @@ Outputs run_kernel(const Problem& p, Kernel kernel, const std::string& profile, 
   opt.numerics = c.numerics;
   if (kernel == Kernel::v1) {
     paged_attention_v1(out, q, kt, vt, c.num_kv_heads, p.c.scale, btv, slv, B, p.max_seq_len, al,
-                       kv_dtype, p.c.k_scale, p.c.v_scale, 0, 0, 0, 64, 0,
-                       Backend::emulator(profile), opt);
+                       kv_dtype, p.c.k_scale, p.c.v_scale, Backend::emulator(profile), opt);
   } else {
     const std::int64_t P = (p.max_seq_len + c.partition_size - 1) / c.partition_size;
     const DType tmp_dtype = c.numerics == Numerics::exact_fp32 ? DType::f32 : c.scalar;
@@ -440,7 +439,7 @@ Outputs run_kernel(const Problem& p, Kernel kernel, const std::string& profile, 
                        TensorView::contiguous(ml.data(), DType::f32, {S, H, P}),
                        TensorView::contiguous(tmp.data(), tmp_dtype, {S, H, P, D}), q, kt, vt,
                        c.num_kv_heads, p.c.scale, btv, slv, B, p.max_seq_len, al, kv_dtype,
-                       p.c.k_scale, p.c.v_scale, 0, 0, 0, 64, 0, Backend::emulator(profile), opt);
+                       p.c.k_scale, p.c.v_scale, Backend::emulator(profile), opt);
     es.copy_to(o.exp_sums);
     ml.copy_to(o.max_logits);
     tmp.copy_to(o.tmp_out);

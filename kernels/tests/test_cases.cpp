@@ -229,7 +229,7 @@ TEST(Cases, StridedQuery) {
       c.num_kv_heads, p.c.scale,
       TensorView::contiguous(bt.data(), DType::i32, {S, p.max_blocks_per_seq}),
       TensorView::contiguous(sl.data(), DType::i32, {S}), 16, p.max_seq_len, TensorView{}, "auto",
-      1.0, 1.0, 0, 0, 0, 64, 0, Backend::emulator("bi-v100"));
+      1.0, 1.0, Backend::emulator("bi-v100"));
   const auto want = reference_attention(p);
   const auto bounds = error_bounds(p, Kernel::v1);
   for (std::size_t i = 0; i < out.size(); ++i) {

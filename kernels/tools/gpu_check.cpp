@@ -58,7 +58,7 @@ Outputs run_cuda(const Problem& p, Kernel kernel) {
   opt.numerics = c.numerics;
   if (kernel == Kernel::v1) {
     paged_attention_v1(out_v, q_v, k_v, v_v, c.num_kv_heads, c.scale, bt_v, sl_v, B, p.max_seq_len,
-                       al_v, kv, c.k_scale, c.v_scale, 0, 0, 0, 64, 0, Backend::cuda(), opt);
+                       al_v, kv, c.k_scale, c.v_scale, Backend::cuda(), opt);
   } else {
     const std::int64_t P = (p.max_seq_len + c.partition_size - 1) / c.partition_size;
     const DType td = c.numerics == Numerics::exact_fp32 ? DType::f32 : c.scalar;
@@ -67,7 +67,7 @@ Outputs run_cuda(const Problem& p, Kernel kernel) {
                        TensorView::contiguous(ml.ptr, DType::f32, {S, H, P}),
                        TensorView::contiguous(tmp.ptr, td, {S, H, P, D}), q_v, k_v, v_v,
                        c.num_kv_heads, c.scale, bt_v, sl_v, B, p.max_seq_len, al_v, kv, c.k_scale,
-                       c.v_scale, 0, 0, 0, 64, 0, Backend::cuda(), opt);
+                       c.v_scale, Backend::cuda(), opt);
   }
   if (cudaDeviceSynchronize() != cudaSuccess) throw std::runtime_error("kernel failed");
   out.to_host(o.out_bytes);

@@ -157,26 +157,33 @@ void run_attention(const AttentionArgs& a, const pagedattn::Backend& backend,
   const auto tmp_out = view_of(tmp, "tmp_out", kTmpOut);
   const std::shared_ptr<void> guard = enter_device(device);
   translate_errors([&] {
+    pagedattn::AttentionCall call;
+    call.out = out;
+    if (v2) {
+      call.exp_sums = exp_sums;
+      call.max_logits = max_logits;
+      call.tmp_out = tmp_out;
+    }
+    call.query = query;
+    call.key_cache = key_cache;
+    call.value_cache = value_cache;
+    call.num_kv_heads = a.num_kv_heads;
+    call.scale = a.scale;
+    call.block_tables = block_tables;
+    call.seq_lens = seq_lens;
+    call.block_size = a.block_size;
+    call.max_seq_len = a.max_seq_len;
+    call.alibi_slopes = alibi_view;
+    call.kv_cache_dtype = a.kv_cache_dtype;
+    call.k_scale = a.k_scale;
+    call.v_scale = a.v_scale;
+    call.blocksparse = {a.tp_rank, a.blocksparse_local_blocks, a.blocksparse_vert_stride,
+                        a.blocksparse_block_size, a.blocksparse_head_sliding_step};
+    const pagedattn::Kernel kernel = v2 ? pagedattn::Kernel::v2 : pagedattn::Kernel::v1;
     if (device.is_meta()) {  // shapes only (fake tensors): validate, compute nothing
-      pagedattn::validate_attention(
-          v2 ? pagedattn::Kernel::v2 : pagedattn::Kernel::v1, out, exp_sums, max_logits, tmp_out,
-          query, key_cache, value_cache, a.num_kv_heads, a.scale, block_tables, seq_lens,
-          a.block_size, a.max_seq_len, alibi_view, a.kv_cache_dtype, a.k_scale, a.v_scale,
-          a.tp_rank, a.blocksparse_local_blocks, a.blocksparse_vert_stride,
-          a.blocksparse_block_size, a.blocksparse_head_sliding_step, pagedattn::Options{});
-    } else if (v2) {
-      pagedattn::paged_attention_v2(out, exp_sums, max_logits, tmp_out, query, key_cache,
-                                    value_cache, a.num_kv_heads, a.scale, block_tables, seq_lens,
-                                    a.block_size, a.max_seq_len, alibi_view, a.kv_cache_dtype,
-                                    a.k_scale, a.v_scale, a.tp_rank, a.blocksparse_local_blocks,
-                                    a.blocksparse_vert_stride, a.blocksparse_block_size,
-                                    a.blocksparse_head_sliding_step, backend);
+      pagedattn::validate_attention(kernel, call, pagedattn::Options{});
     } else {
-      pagedattn::paged_attention_v1(
-          out, query, key_cache, value_cache, a.num_kv_heads, a.scale, block_tables, seq_lens,
-          a.block_size, a.max_seq_len, alibi_view, a.kv_cache_dtype, a.k_scale, a.v_scale,
-          a.tp_rank, a.blocksparse_local_blocks, a.blocksparse_vert_stride,
-          a.blocksparse_block_size, a.blocksparse_head_sliding_step, backend);
+      pagedattn::paged_attention(kernel, call, backend);
     }
   });
   if (scratch.defined() && !device.is_meta()) a.tmp_out.copy_(scratch);

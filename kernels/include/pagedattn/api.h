@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 #include <utility>
+#include "pagedattn/attention_call.h"
 #include "pagedattn/params.h"
 #include "pagedattn/tensor_view.h"
 #include "pagedattn/validate.h"
@@ -26,6 +27,11 @@ struct Backend {
 
 // True when this library was built with the CUDA backend (link pagedattn::kernels_cuda).
 bool has_cuda_backend();
+
+// The one entry every other form forwards to: V1 (call.exp_sums, max_logits and tmp_out
+// undefined) or V2, the arguments by name (attention_call.h).
+void paged_attention(Kernel kernel, const AttentionCall& call, const Backend& backend,
+                     const Options& options = {});
 
 // out[s, h, :] = softmax(scale * q . K + alibi) V, one partition per (sequence, head).
 void paged_attention_v1(const TensorView& out, const TensorView& query, const TensorView& key_cache,
@@ -54,6 +60,25 @@ void paged_attention_v2(const TensorView& out, const TensorView& exp_sums,
                         std::int64_t blocksparse_local_blocks, std::int64_t blocksparse_vert_stride,
                         std::int64_t blocksparse_block_size,
                         std::int64_t blocksparse_head_sliding_step, const Backend& backend,
+                        const Options& options = {});
+
+// The same two calls without vLLM's block-sparse tail (tp_rank and blocksparse_*, of
+// which only the defaults are supported): for C++ callers.
+void paged_attention_v1(const TensorView& out, const TensorView& query, const TensorView& key_cache,
+                        const TensorView& value_cache, std::int64_t num_kv_heads, double scale,
+                        const TensorView& block_tables, const TensorView& seq_lens,
+                        std::int64_t block_size, std::int64_t max_seq_len,
+                        const TensorView& alibi_slopes, const std::string& kv_cache_dtype,
+                        double k_scale, double v_scale, const Backend& backend,
+                        const Options& options = {});
+void paged_attention_v2(const TensorView& out, const TensorView& exp_sums,
+                        const TensorView& max_logits, const TensorView& tmp_out,
+                        const TensorView& query, const TensorView& key_cache,
+                        const TensorView& value_cache, std::int64_t num_kv_heads, double scale,
+                        const TensorView& block_tables, const TensorView& seq_lens,
+                        std::int64_t block_size, std::int64_t max_seq_len,
+                        const TensorView& alibi_slopes, const std::string& kv_cache_dtype,
+                        double k_scale, double v_scale, const Backend& backend,
                         const Options& options = {});
 
 // V2's reduce alone: merges the partition states (exp_sums, max_logits, tmp_out) of each

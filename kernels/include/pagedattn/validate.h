@@ -4,6 +4,7 @@
 #pragma once
 #include <stdexcept>
 #include <string>
+#include "pagedattn/attention_call.h"
 #include "pagedattn/params.h"
 #include "pagedattn/tensor_view.h"
 
@@ -25,17 +26,10 @@ inline constexpr int kMinPartitionSize = 64;
 inline constexpr int kMaxPartitionSize = 4096;
 inline constexpr std::int64_t kMaxGridYZ = 65535;  // CUDA's (and BI-V100's) grid y/z limit
 
-// Shape, dtype and scalar rules of V1 (exp_sums, max_logits, tmp_out undefined) or V2.
+// Shape, dtype and scalar rules of V1 (call.exp_sums, max_logits, tmp_out undefined) or V2.
 // Reads no tensor data.
-AttentionParams validate_attention(
-    Kernel kernel, const TensorView& out, const TensorView& exp_sums, const TensorView& max_logits,
-    const TensorView& tmp_out, const TensorView& query, const TensorView& key_cache,
-    const TensorView& value_cache, std::int64_t num_kv_heads, double scale,
-    const TensorView& block_tables, const TensorView& seq_lens, std::int64_t block_size,
-    std::int64_t max_seq_len, const TensorView& alibi_slopes, const std::string& kv_cache_dtype,
-    double k_scale, double v_scale, std::int64_t tp_rank, std::int64_t blocksparse_local_blocks,
-    std::int64_t blocksparse_vert_stride, std::int64_t blocksparse_block_size,
-    std::int64_t blocksparse_head_sliding_step, const Options& options);
+AttentionParams validate_attention(Kernel kernel, const AttentionCall& call,
+                                   const Options& options);
 
 // Shape rules of the V2 reduce on its own.
 AttentionParams validate_reduce(const TensorView& out, const TensorView& exp_sums,
