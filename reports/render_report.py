@@ -353,7 +353,8 @@ def main():
         crow = [{"profile": p, "cases": s["cases"], "clean": s["clean"],
                  "findings": "; ".join(s["findings"]) or "none"}
                 for p, s in ec["profiles"].items()]
-        body.append(f"<p>{html.escape(ec['checks'])} on {html.escape(ec['grid'])}.</p>"
+        covers = f" memcheck saw {html.escape(ec['memcheck'])}." if ec.get("memcheck") else ""
+        body.append(f"<p>{html.escape(ec['checks'])} on {html.escape(ec['grid'])}.{covers}</p>"
                     + html_table([("profile", "profile"), ("cases", "kernel calls"),
                                   ("clean", "clean"), ("findings", "findings")], crow))
     else:

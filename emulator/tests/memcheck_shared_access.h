@@ -3,11 +3,12 @@
 #pragma once
 
 // One access by one GPU thread: `width` (1 or 4) bytes at `offset` from the first byte of
-// the kernel's shared memory.
+// the kernel's shared memory; `atomic`: an atomicAdd of an int there.
 struct Access {
   long long offset = 0;
   int width = 1;
   bool write = false;
+  bool atomic = false;
   unsigned thread = 0, block = 0;
 };
 

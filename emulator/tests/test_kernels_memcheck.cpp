@@ -65,5 +65,35 @@ TEST(KernelsMemcheck, EverySupportedShapeIsClean) {
   emu::set_checks(emu::check_none);
 }
 
+// Longer rows at the smallest, the default and the largest partition size: V1's logits
+// past its P.V scratch, V2's partitions full, partial and single, a one-token row.
+TEST(KernelsMemcheck, LongRowsAtEveryPartitionSizeAreClean) {
+  emu::set_checks(emu::check_memcheck);
+  for (const char* profile : {"h200", "bi-v100"})
+    for (int partition_size : {kMinPartitionSize, 512, kMaxPartitionSize}) {
+      Config c;
+      c.scalar = DType::f16;
+      c.head_size = 128;
+      c.block_size = 16;
+      c.num_heads = 2;
+      c.num_kv_heads = 1;
+      c.seq_lens = {4100, 1, 513};
+      c.partition_size = partition_size;
+      c.alibi = true;
+      const Problem p = make_problem(c);
+      const auto want = reference_attention(p);
+      for (Kernel k : {Kernel::v1, Kernel::v2}) {
+        const std::string what = std::string(profile) + " partition " +
+                                 std::to_string(partition_size) + (k == Kernel::v1 ? " V1" : " V2");
+        testing::internal::CaptureStderr();
+        const Outputs o = run_kernel(p, k, profile);
+        EXPECT_EQ(testing::internal::GetCapturedStderr(), "") << what;
+        const Comparison r = compare(p, o.out, want, error_bounds(p, k));
+        EXPECT_LE(r.worst_ratio, 1.0) << what << ": " << r.worst;
+      }
+    }
+  emu::set_checks(emu::check_none);
+}
+
 }  // namespace
 }  // namespace pagedattn::test

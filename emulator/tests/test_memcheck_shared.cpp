@@ -21,6 +21,7 @@
 
 #include <initializer_list>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -190,6 +191,29 @@ TEST(MemcheckShared, AccessesBeforeThePoolAreFound) {
   expect_each_found(true);
 }
 
+// An atomicAdd just past the end is a 4-byte write like any other; the last int in bounds
+// is clean.
+TEST(MemcheckShared, AtomicsAreCheckedToo) {
+  ChecksOn on(emu::check_memcheck);
+  for (const char* profile : kProfiles) {
+    emu::use_profile(profile);
+    for (const Form& f : kForms) {
+      const long long size = f.decl == Decl::static_array ? kStaticBytes : kLaunch;
+      for (long long offset : {size, size - 4}) {
+        Access a = access(offset, 4, true);
+        a.atomic = true;
+        const Result r = run(f.exact, launch_size(f, kLaunch), a);
+        if (offset == size - 4) {
+          EXPECT_EQ(r.err, "") << profile << " " << f.name;
+          continue;
+        }
+        ASSERT_EQ(r.findings.size(), 1u) << profile << " " << f.name << r.err;
+        EXPECT_EQ(r.findings[0].message, who("exact", f) + finding("exact", f, a));
+      }
+    }
+  }
+}
+
 // An instrumented launch prints no note; the first uninstrumented one under memcheck says
 // what was not checked and how to check it, once per process.
 TEST(MemcheckShared, UninstrumentedLaunchSaysOnceWhatWasNotChecked) {
@@ -257,6 +281,18 @@ TEST(MemcheckShared, UninstrumentedGuardsAndCanariesSeeWhatTheNoteSays) {
               }
               EXPECT_EQ(r.findings[0].message, want) << ctx;
             });
+  // Reads on the first guard byte each way, the launch as above.
+  ChecksOn on(emu::check_memcheck);
+  for (const char* profile : kProfiles) {
+    emu::use_profile(profile);
+    for (auto [f, offset] : {std::pair{kForms[0], 8192LL}, std::pair{kForms[1], 4112LL},
+                             std::pair{kForms[1], -4081LL}}) {
+      const Access a = access(offset, 1, false);
+      const Result r = run(f.plain, kLaunch, a);
+      ASSERT_EQ(r.findings.size(), 1u) << profile << " " << f.name << " " << offset << r.err;
+      EXPECT_EQ(r.findings[0].message, who("plain", f) + finding("plain", f, a, false));
+    }
+  }
 }
 
 // Without memcheck a stray access into a pool's guard area still ends the process with a

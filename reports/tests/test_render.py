@@ -66,6 +66,8 @@ with tempfile.TemporaryDirectory() as tmp:
     check("prop_merge_comm" in page, "property campaign not rendered")
     check("score 0.9" in page, "mutation score not rendered")
     check("FIXTURE GPU" in page, "GPU section not rendered")
+    check("memcheck saw device memory to the byte; shared memory by guard pages" in page,
+          "memcheck's coverage not rendered")
     check(">not available<" in page or "not available" in page, "bound fixture: sections")
     summary = open(os.path.join(out, "summary.md")).read()
     check("| bi-v100 | f16 |" in summary, "verdict row missing from summary.md")
