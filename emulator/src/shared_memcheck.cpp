@@ -199,11 +199,12 @@ void arm_shared_guards(std::size_t bytes, LaunchRun& run) {
     mprotect(base - page, page, PROT_NONE);
     mprotect(base + open, cap - open + page, PROT_NONE);
     c.guards[c.num_guards++] = {extern_shared_names(), base, bytes, base - page, cap + 2 * page};
-    lay_canary(addr(base) + bytes, addr(base) + open);
-    s.ext_base = addr(base);
-    s.ext_lo = s.ext_base - page;
-    s.ext_hi = s.ext_base + cap + page;
   }
+  // The window is the link step's layout whether or not its pages could be protected.
+  lay_canary(addr(base) + bytes, addr(base) + open);
+  s.ext_base = addr(base);
+  s.ext_lo = s.ext_base - kExternGuard;
+  s.ext_hi = s.ext_base + cap + kExternGuard;
   // Static arrays: the kernel's own, where that list is complete (the main program).
   if (s.kernel != run.kernel_address) {
     s.kernel = run.kernel_address;
