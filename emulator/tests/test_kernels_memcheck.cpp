@@ -19,6 +19,20 @@
 namespace pagedattn::test {
 namespace {
 
+// V1 and V2 (with its reduce) on `p` under memcheck: nothing on stderr (no finding, no
+// note), the output within its proven bound.
+void expect_clean(const Problem& p, const char* profile, const std::string& what) {
+  const auto want = reference_attention(p);
+  for (Kernel k : {Kernel::v1, Kernel::v2}) {
+    const std::string where = what + (k == Kernel::v1 ? " V1" : " V2");
+    testing::internal::CaptureStderr();
+    const Outputs o = run_kernel(p, k, profile);
+    EXPECT_EQ(testing::internal::GetCapturedStderr(), "") << where;
+    const Comparison r = compare(p, o.out, want, error_bounds(p, k));
+    EXPECT_LE(r.worst_ratio, 1.0) << where << ": " << r.worst;
+  }
+}
+
 TEST(KernelsMemcheck, EverySupportedShapeIsClean) {
   emu::set_checks(emu::check_memcheck);
   const emu::MemcheckCoverage before = emu::memcheck_coverage();
@@ -42,21 +56,11 @@ TEST(KernelsMemcheck, EverySupportedShapeIsClean) {
             c.alibi = ++variant % 2 == 0;
             c.numerics = variant % 4 == 1 ? Numerics::vllm_compatible : Numerics::exact_fp32;
             c.seed = static_cast<std::uint64_t>(variant);
-            const Problem p = make_problem(c);
-            const auto want = reference_attention(p);
-            for (Kernel k : {Kernel::v1, Kernel::v2}) {
-              const std::string what =
-                  std::string(profile) + " " + dtype_name(scalar) + " " + cache_format_name(cache) +
-                  " head " + std::to_string(head_size) + " block " + std::to_string(block_size) +
-                  (k == Kernel::v1 ? " V1" : " V2");
-              testing::internal::CaptureStderr();
-              const Outputs o = run_kernel(p, k, profile);
-              const std::string err = testing::internal::GetCapturedStderr();
-              ++calls;
-              EXPECT_EQ(err, "") << what;
-              const Comparison r = compare(p, o.out, want, error_bounds(p, k));
-              EXPECT_LE(r.worst_ratio, 1.0) << what << ": " << r.worst;
-            }
+            expect_clean(make_problem(c), profile,
+                         std::string(profile) + " " + dtype_name(scalar) + " " +
+                             cache_format_name(cache) + " head " + std::to_string(head_size) +
+                             " block " + std::to_string(block_size));
+            calls += 2;
           }
   const emu::MemcheckCoverage after = emu::memcheck_coverage();
   // V1 is one launch, V2 two (attention, reduce): every one ran instrumented code.
@@ -80,17 +84,8 @@ TEST(KernelsMemcheck, LongRowsAtEveryPartitionSizeAreClean) {
       c.seq_lens = {4100, 1, 513};
       c.partition_size = partition_size;
       c.alibi = true;
-      const Problem p = make_problem(c);
-      const auto want = reference_attention(p);
-      for (Kernel k : {Kernel::v1, Kernel::v2}) {
-        const std::string what = std::string(profile) + " partition " +
-                                 std::to_string(partition_size) + (k == Kernel::v1 ? " V1" : " V2");
-        testing::internal::CaptureStderr();
-        const Outputs o = run_kernel(p, k, profile);
-        EXPECT_EQ(testing::internal::GetCapturedStderr(), "") << what;
-        const Comparison r = compare(p, o.out, want, error_bounds(p, k));
-        EXPECT_LE(r.worst_ratio, 1.0) << what << ": " << r.worst;
-      }
+      expect_clean(make_problem(c), profile,
+                   std::string(profile) + " partition " + std::to_string(partition_size));
     }
   emu::set_checks(emu::check_none);
 }
