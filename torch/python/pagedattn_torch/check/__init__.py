@@ -17,12 +17,12 @@ vllm-class, wrong (judging.py says what each means).
 import os
 
 from . import engine, replay
-from .judging import EXACT, VLLM, WRONG
+from .judging import EXACT, RANK as RANK_OF, VLLM, WRONG
 from .results import Result, VersionResult
 from .subjects import UsageError, check_device, check_profile, default_profile, resolve
 
 __all__ = ["check", "Result", "VersionResult", "UsageError", "EXACT", "VLLM", "WRONG",
-           "DEFAULT_CASES"]
+           "RANK_OF", "DEFAULT_CASES"]
 
 DEFAULT_CASES = engine.DEFAULT_CASES
 DEFAULT_REPLAY_DIR = "pagedattn-check-replay"

@@ -216,6 +216,8 @@ def judge_case(subject, version, case, ref, device):
         return Verdict(WRONG, why, math.inf, math.inf, math.inf, out=out)
     v = judge_outputs(out, ref, version)
     v.out = out
+    if v.verdict == WRONG:
+        return v
     clean, why = _run(subject, version, case, "clean", device)
     if why:
         return Verdict(WRONG, why + " (in the run without NaN garbage)", math.inf, math.inf,

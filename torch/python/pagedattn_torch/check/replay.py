@@ -11,6 +11,7 @@
 import json
 import os
 import shlex
+import sys
 
 import numpy as np
 import torch
@@ -48,7 +49,7 @@ def _save_inputs(folder, case, key, value):
 
 def run_command(folder, case, version, profile):
     """`pagedattn run` on the folder: this project's kernels on the failing inputs."""
-    cmd = ["pagedattn", "run", folder, "--out", os.path.join(folder, "pagedattn"),
+    cmd = [os.environ.get("PAGEDATTN_CLI", "pagedattn"), "run", folder, "--out", os.path.join(folder, "pagedattn"),
            "--kernel", version, "--profile", profile, "--scale", repr(case.scale)]
     if case.kv_cache_dtype != "auto":
         cmd += ["--kv-cache-dtype", case.kv_cache_dtype, "--k-scale", repr(case.k_scale),
@@ -59,10 +60,13 @@ def run_command(folder, case, version, profile):
 
 
 def check_command(impl, version, device, profile, folder):
-    """The one line that judges the subject on this folder again."""
-    cmd = ["python3", "-m", "pagedattn_torch.check", impl, "--version", version, "--device",
-           device, "--profile", profile, "--case", folder]
-    return " ".join(shlex.quote(c) for c in cmd)
+    """The one line that judges the subject on this folder again: this interpreter, with the
+    environment that found the package and the library."""
+    env = ["%s=%s" % (k, shlex.quote(os.environ[k])) for k in ("PYTHONPATH", "PAGEDATTN_TORCH_LIB")
+           if os.environ.get(k)]
+    cmd = [sys.executable or "python3", "-m", "pagedattn_torch.check", impl, "--version", version,
+           "--device", device, "--profile", profile, "--case", folder]
+    return " ".join(env + [shlex.quote(c) for c in cmd])
 
 
 def write(folder, case, verdict, version, impl, device, profile, exact):
