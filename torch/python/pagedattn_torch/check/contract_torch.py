@@ -29,6 +29,7 @@ class Deviation:
     nan_keys_to_numbers = False
     fp16_partials = False     # P.V partial sums per block rounded to and summed in fp16
     whole_blocks = False      # read every slot of the last block and mask by multiplying
+    max_over_garbage = False  # the softmax max over every slot of the last block
     reduce_rescale = True     # the reduce's exp(m_p - M)
     random_keys = False       # a random key cache in place of the real one
 
@@ -69,25 +70,31 @@ def weighted_sum(w, v):
     return out / f
 
 
-def _row_states(q, k, v, slopes, scale, L, dev):
-    """Logits [H, L] of one sequence, with the rows that read a non-finite input."""
+def _logits(q, k, slopes, scale, live):
+    """x[h, t] = scale q_h.k_t + slope_h (t - live + 1) for every token read."""
     logits = torch.einsum("hd,thd->ht", q, k) * scale
     if slopes is not None:
-        logits = logits + slopes[:, None] * (torch.arange(L, device=q.device) - L + 1).float()
-    bad = ~torch.isfinite(q).all(dim=1) | ~torch.isfinite(k).all(dim=2).all(dim=0) \
-        | ~torch.isfinite(v).all(dim=2).all(dim=0)
+        t = torch.arange(k.shape[0], device=q.device)
+        logits = logits + slopes[:, None] * (t - live + 1).float()
+    return logits
+
+
+def _poisoned(q, k, v, slopes, live):
+    """The rows that read a non-finite live input (the contract: those rows are NaN)."""
+    bad = ~torch.isfinite(q).all(dim=1) | ~torch.isfinite(k[:live]).all(dim=2).all(dim=0) \
+        | ~torch.isfinite(v[:live]).all(dim=2).all(dim=0)
     if slopes is not None:
         bad = bad | ~torch.isfinite(slopes)
-    return logits, bad
+    return bad
 
 
-def _sequence(query, key_cache, value_cache, num_kv_heads, scale, table, L, block_size,
-              alibi, kv_cache_dtype, k_scale, v_scale, dev):
-    """q [H, D] fp32, keys and values [n, H, D] fp32 of one sequence, n = the tokens read."""
+def _sequence(query, key_cache, value_cache, num_kv_heads, table, L, block_size,
+              kv_cache_dtype, k_scale, v_scale, dev):
+    """q [H, D], keys and values [n, H, D] (fp32) of one sequence, and the number of tokens
+    taken as live (L, but for the deviations)."""
     H = query.shape[0]
-    n = L + dev.extra_tokens
-    if dev.whole_blocks:
-        n = -(-L // block_size) * block_size
+    live = L + dev.extra_tokens
+    n = -(-L // block_size) * block_size if (dev.whole_blocks or dev.max_over_garbage) else live
     k = _dequant(_gather(key_cache, table, n, block_size, True), kv_cache_dtype, k_scale)
     v = _dequant(_gather(value_cache, table, n, block_size, False), kv_cache_dtype, v_scale)
     if dev.nan_keys_to_numbers:
@@ -95,15 +102,21 @@ def _sequence(query, key_cache, value_cache, num_kv_heads, scale, table, L, bloc
     heads = torch.arange(H, device=query.device)
     kv_of = heads % num_kv_heads if dev.round_robin_gqa else \
         torch.div(heads, H // num_kv_heads, rounding_mode="floor")
-    return query.float(), k[:, kv_of], v[:, kv_of], n
+    return query.float(), k[:, kv_of], v[:, kv_of], live
 
 
-def _softmax_v(logits, v, valid, dev):
-    """Normalized softmax weights of `logits` over tokens < valid, times v, in fp32."""
-    m = logits[:, :valid].amax(dim=1, keepdim=True) if valid else None
-    e = torch.exp(logits - m) if valid else torch.zeros_like(logits)
+def _softmax_v(logits, v, live, dev):
+    """Normalized softmax weights over tokens < live, times v, in fp32; with the max m and
+    the exp-sum s of that partition."""
+    if dev.max_over_garbage:  # every slot of the last block, NaN read as -inf
+        m = torch.where(torch.isnan(logits), torch.full_like(logits, -math.inf),
+                        logits).amax(dim=1, keepdim=True)
+    else:
+        m = logits[:, :live].amax(dim=1, keepdim=True)
     if dev.whole_blocks:  # mask by multiplying: 0 * NaN is NaN (vLLM bug #641)
-        e = e * (torch.arange(logits.shape[1], device=e.device) < valid).float()
+        e = torch.exp(logits - m) * (torch.arange(logits.shape[1], device=v.device) < live)
+    else:
+        e, v = torch.exp(logits[:, :live] - m), v[:live]
     s = e.sum(dim=1, keepdim=True)
     w = e / s
     if not dev.fp16_partials:
@@ -125,11 +138,10 @@ def attention_v1(out, query, key_cache, value_cache, num_kv_heads, scale, block_
         if L == 0:
             out[s].zero_()
             continue
-        q, k, v, n = _sequence(query[s], key_cache, value_cache, num_kv_heads, scale,
-                               block_tables[s], L, block_size, slopes, kv_cache_dtype, ks, vs, dev)
-        logits, bad = _row_states(q, k, v, slopes, scale, n, dev)
-        y, _, _ = _softmax_v(logits, v, L + dev.extra_tokens if not dev.whole_blocks else L, dev)
-        y[bad] = math.nan
+        q, k, v, live = _sequence(query[s], key_cache, value_cache, num_kv_heads,
+                                  block_tables[s], L, block_size, kv_cache_dtype, ks, vs, dev)
+        y, _, _ = _softmax_v(_logits(q, k, slopes, scale, live), v, live, dev)
+        y[_poisoned(q, k, v, slopes, live)] = math.nan
         out[s].copy_(y.to(out.dtype))
 
 
@@ -143,9 +155,9 @@ def attention_v2(out, exp_sums, max_logits, tmp_out, query, key_cache, value_cac
         if L == 0:
             out[s].zero_()
             continue
-        q, k, v, n = _sequence(query[s], key_cache, value_cache, num_kv_heads, scale,
-                               block_tables[s], L, block_size, slopes, kv_cache_dtype, ks, vs, dev)
-        logits, bad = _row_states(q, k, v, slopes, scale, n, dev)
+        q, k, v, live = _sequence(query[s], key_cache, value_cache, num_kv_heads,
+                                  block_tables[s], L, block_size, kv_cache_dtype, ks, vs, dev)
+        logits = _logits(q, k, slopes, scale, live)
         parts = -(-L // P)
         for p in range(parts):  # partitions past seq_len write nothing (as vLLM)
             lo, hi = p * P, min((p + 1) * P, L)
@@ -158,7 +170,7 @@ def attention_v2(out, exp_sums, max_logits, tmp_out, query, key_cache, value_cac
         w = exp_sums[s, :, :parts] * (torch.exp(m - big_m) if dev.reduce_rescale else 1.0)
         w = w / w.sum(dim=1, keepdim=True)
         y = weighted_sum(w, tmp_out[s, :, :parts].float().transpose(0, 1))
-        y[bad] = math.nan
+        y[_poisoned(q, k, v, slopes, live)] = math.nan
         out[s].copy_(y.to(out.dtype))
 
 

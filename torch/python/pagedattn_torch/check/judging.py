@@ -118,7 +118,7 @@ def _device_inputs(case, variant, device, scales):
     return c, form
 
 
-def _run(subject, version, case, variant, device):
+def run_once(subject, version, case, variant, device):
     """One call; returns (out on the host, "" or why the run is wrong)."""
     c, form = _device_inputs(case, variant, device, case.scales)
     given = dict(c, k_scale=form[1], v_scale=form[2])
@@ -211,14 +211,14 @@ def judge_outputs(out, ref, version):
 
 def judge_case(subject, version, case, ref, device):
     """Both runs of one case, one Verdict."""
-    out, why = _run(subject, version, case, "garbage", device)
+    out, why = run_once(subject, version, case, "garbage", device)
     if why:
         return Verdict(WRONG, why, math.inf, math.inf, math.inf, out=out)
     v = judge_outputs(out, ref, version)
     v.out = out
     if v.verdict == WRONG:
         return v
-    clean, why = _run(subject, version, case, "clean", device)
+    clean, why = run_once(subject, version, case, "clean", device)
     if why:
         return Verdict(WRONG, why + " (in the run without NaN garbage)", math.inf, math.inf,
                        math.inf, out=out)

@@ -50,6 +50,9 @@ v1_fp16_partials = _v1(_deviation(fp16_partials=True))
 v1_nan_key_to_number = _v1(_deviation(nan_keys_to_numbers=True))
 # V1 reading the whole last block and masking slots past seq_len by a 0 weight: 0 * NaN.
 v1_masks_by_multiplying = _v1(_deviation(whole_blocks=True))
+# V1 taking the softmax max over the whole last block (NaN garbage read as -inf): accurate,
+# but its rounding depends on what lies past seq_len.
+v1_max_over_garbage = _v1(_deviation(max_over_garbage=True))
 # V1 handed a random key cache in place of the real one (vLLM's own test passes it).
 v1_random_keys = _v1(_deviation(random_keys=True))
 
@@ -69,4 +72,4 @@ def v1_writes_past_out(out, query, key_cache, value_cache, num_kv_heads, scale, 
 
 ALL = {name: globals()[name] for name in (
     "v2_no_rescale", "v1_reads_past_seq_len", "v1_round_robin_gqa", "v1_fp16_partials",
-    "v1_writes_past_out", "v1_nan_key_to_number", "v1_masks_by_multiplying", "v1_random_keys")}
+    "v1_writes_past_out", "v1_nan_key_to_number", "v1_masks_by_multiplying", "v1_max_over_garbage", "v1_random_keys")}
