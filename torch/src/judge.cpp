@@ -174,7 +174,7 @@ Judgement judge(const Request& r) {
       // <= 1.01 D u sum|q k|, the product by scale and the ALiBi term (slope * integer) and
       // the final sum each add <= u of their magnitude, and |scale dot| <= Q_i: so
       // e_i <= (1.01 D + 4) u Q_i + 4 u |alibi_i|. bound.h asks for relative 1e-12, which a
-      // cancelling logit does not meet: the gaps and |x| are widened by e below.
+      // cancelling logit does not meet: widen_for_logit_error takes e.
       double e = 0;
       for (std::int64_t i = 0; i < L; ++i) {
         double dot = 0, mag = 0;
@@ -192,16 +192,9 @@ Judgement judge(const Request& r) {
       bound::exact_magnitudes(
           L, D, logits.data(), qk.data(),
           [&](std::int64_t i, double* v) { g.values(s, kvh, i, v); }, sum_abs_q, &row, el.data());
-      // A gap x_max - x_i moves by <= 2e, |x_i| by <= e; the deviation-weighted sums carry
-      // weights p_i |v_i - y| that add up to dev.
-      row.spread += 2 * e;
-      row.p_gap += 2 * e;
-      row.p_x += e;
-      row.max_abs_logit += e;
+      bound::widen_for_logit_error(e, D, &row, el.data());
       for (int d = 0; d < D; ++d) {
         bound::ElementMagnitudes m = el[d];
-        m.dev_gap += 2 * e * m.dev;
-        m.dev_x += e * m.dev;
         const std::size_t i = row0 + d;
         m.abs_exact = std::fabs(ex.value[i]) + ex.value_err[i];
         for (std::size_t c = 0; c < configs.size(); ++c) {

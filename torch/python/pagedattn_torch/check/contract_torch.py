@@ -127,9 +127,10 @@ def _softmax_v(logits, v, live, dev):
     return acc.float(), m.squeeze(1), s.squeeze(1)
 
 
-def attention_v1(out, query, key_cache, value_cache, num_kv_heads, scale, block_tables, seq_lens,
-                 block_size, max_seq_len, alibi_slopes, kv_cache_dtype, k_scale, v_scale,
-                 dev=CAREFUL):
+def _sequences(out, query, key_cache, value_cache, num_kv_heads, scale, block_tables, seq_lens,
+               block_size, alibi_slopes, kv_cache_dtype, k_scale, v_scale, dev):
+    """Per sequence with tokens: (s, L, q, k, v, live, logits, slopes); sequences of no
+    tokens get out = 0 (the contract's empty sum) and are skipped."""
     ks, vs = _value(k_scale), _value(v_scale)
     if dev.random_keys:
         key_cache = _random_like(key_cache, kv_cache_dtype)
@@ -140,24 +141,35 @@ def attention_v1(out, query, key_cache, value_cache, num_kv_heads, scale, block_
             continue
         q, k, v, live = _sequence(query[s], key_cache, value_cache, num_kv_heads,
                                   block_tables[s], L, block_size, kv_cache_dtype, ks, vs, dev)
-        y, _, _ = _softmax_v(_logits(q, k, slopes, scale, live), v, live, dev)
+        yield s, L, q, k, v, live, _logits(q, k, slopes, scale, live), slopes
+
+
+# vLLM's names and full signatures (the trailing tp_rank and block-sparse arguments are
+# taken and ignored), so `pagedattn_torch.check.contract_torch` is an IMPL; `dev` is how
+# known_wrong.py turns one knob.
+def paged_attention_v1(out, query, key_cache, value_cache, num_kv_heads, scale, block_tables,
+                       seq_lens, block_size, max_seq_len, alibi_slopes, kv_cache_dtype, k_scale,
+                       v_scale, tp_rank=0, blocksparse_local_blocks=0, blocksparse_vert_stride=0,
+                       blocksparse_block_size=64, blocksparse_head_sliding_step=0, *,
+                       dev=CAREFUL):
+    for s, L, q, k, v, live, logits, slopes in _sequences(
+            out, query, key_cache, value_cache, num_kv_heads, scale, block_tables, seq_lens,
+            block_size, alibi_slopes, kv_cache_dtype, k_scale, v_scale, dev):
+        y, _, _ = _softmax_v(logits, v, live, dev)
         y[_poisoned(q, k, v, slopes, live)] = math.nan
         out[s].copy_(y.to(out.dtype))
 
 
-def attention_v2(out, exp_sums, max_logits, tmp_out, query, key_cache, value_cache, num_kv_heads,
-                 scale, block_tables, seq_lens, block_size, max_seq_len, alibi_slopes,
-                 kv_cache_dtype, k_scale, v_scale, dev=CAREFUL):
-    ks, vs = _value(k_scale), _value(v_scale)
-    slopes = None if alibi_slopes is None else alibi_slopes.float()
+def paged_attention_v2(out, exp_sums, max_logits, tmp_out, query, key_cache, value_cache,
+                       num_kv_heads, scale, block_tables, seq_lens, block_size, max_seq_len,
+                       alibi_slopes, kv_cache_dtype, k_scale, v_scale, tp_rank=0,
+                       blocksparse_local_blocks=0, blocksparse_vert_stride=0,
+                       blocksparse_block_size=64, blocksparse_head_sliding_step=0, *,
+                       dev=CAREFUL):
     P = PARTITION_SIZE
-    for s, L in enumerate(seq_lens.tolist()):
-        if L == 0:
-            out[s].zero_()
-            continue
-        q, k, v, live = _sequence(query[s], key_cache, value_cache, num_kv_heads,
-                                  block_tables[s], L, block_size, kv_cache_dtype, ks, vs, dev)
-        logits = _logits(q, k, slopes, scale, live)
+    for s, L, q, k, v, live, logits, slopes in _sequences(
+            out, query, key_cache, value_cache, num_kv_heads, scale, block_tables, seq_lens,
+            block_size, alibi_slopes, kv_cache_dtype, k_scale, v_scale, dev):
         parts = -(-L // P)
         for p in range(parts):  # partitions past seq_len write nothing (as vLLM)
             lo, hi = p * P, min((p + 1) * P, L)
@@ -182,22 +194,3 @@ def _random_like(cache, kv_cache_dtype):
     g = torch.Generator(device="cpu").manual_seed(1234)
     pick = torch.randint(0, max(1, finite.numel()), (flat.numel(),), generator=g)
     return finite[pick.to(cache.device)].reshape(cache.shape)
-
-
-# vLLM's names and full signatures, so `pagedattn_torch.check.contract_torch` is an IMPL.
-def paged_attention_v1(out, query, key_cache, value_cache, num_kv_heads, scale, block_tables,
-                       seq_lens, block_size, max_seq_len, alibi_slopes, kv_cache_dtype, k_scale,
-                       v_scale, tp_rank=0, blocksparse_local_blocks=0, blocksparse_vert_stride=0,
-                       blocksparse_block_size=64, blocksparse_head_sliding_step=0):
-    attention_v1(out, query, key_cache, value_cache, num_kv_heads, scale, block_tables, seq_lens,
-                 block_size, max_seq_len, alibi_slopes, kv_cache_dtype, k_scale, v_scale)
-
-
-def paged_attention_v2(out, exp_sums, max_logits, tmp_out, query, key_cache, value_cache,
-                       num_kv_heads, scale, block_tables, seq_lens, block_size, max_seq_len,
-                       alibi_slopes, kv_cache_dtype, k_scale, v_scale, tp_rank=0,
-                       blocksparse_local_blocks=0, blocksparse_vert_stride=0,
-                       blocksparse_block_size=64, blocksparse_head_sliding_step=0):
-    attention_v2(out, exp_sums, max_logits, tmp_out, query, key_cache, value_cache, num_kv_heads,
-                 scale, block_tables, seq_lens, block_size, max_seq_len, alibi_slopes,
-                 kv_cache_dtype, k_scale, v_scale)
