@@ -63,10 +63,12 @@ def check(impl, version="both", device="cpu", cases=DEFAULT_CASES, seed=0, profi
         raise UsageError("IMPL pagedattn with --device %s: this libpagedattn_torch has no CUDA "
                          "backend (%s); build it against this CUDA-enabled torch with nvcc"
                          % (device, pa.library_path))
-    prof = check_profile(profile) if profile else default_profile(dev)
+    # Checked even when defaulted: the profile files must be found (emulator/profiles, or
+    # $EMU_PROFILE_PATH) for the judge's warp width.
+    prof = check_profile(profile or default_profile(dev))
     result = engine.new_result(impl, dev, prof, seed, cases)
     previous = pa.get_profile()
-    if impl == "pagedattn":
+    if impl == "pagedattn" and dev.type == "cpu":
         pa.set_profile(prof)  # the emulator (CPU key) runs under the profile judged
     try:
         if case_dir is not None:

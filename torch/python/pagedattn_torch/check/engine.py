@@ -97,18 +97,15 @@ def run_version(subject, version, device, cases, seed, forms, cache, failure_dir
     final = None
     try:
         test()
-    except _Wrong as w:
-        final = w.spec
-    except errors.Flaky:
-        final = state["last"][0] if state["last"] else None  # not reproducible: the last seen
+    except _Wrong as w:  # Hypothesis re-raises the shrunk case's failure
+        final = (w.spec, w.verdict)
+    except errors.Flaky:  # the subject is not deterministic: the last failure seen
+        final = (state["last"][0], state["last"][3]) if state["last"] else None
     r.seconds = time.perf_counter() - start
     r.cases = state["calls"]
     if final is not None:
-        spec = final
+        spec, v = final
         case, ref = cache.get(spec)
-        v = judging.judge_case(subject, version, case, ref, device)
-        if v.verdict != WRONG:  # the subject is not deterministic: keep the last failure seen
-            spec, case, ref, v = state["last"]
         r.verdict = WRONG
         r.shrink_steps = state["calls"] - state["failed_at"]
         r.failure = {"reason": v.reason, "case": case.describe(), "size": spec.size(),
