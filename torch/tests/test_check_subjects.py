@@ -7,8 +7,7 @@
   case budget, and shrunk to a small case: one sequence, at most 4 query heads, head size at
   most 64, and at most 33 tokens (one block of 32 plus one: a wrong gather, head map, NaN
   rule, fp16 partial, store or input change shows in the first block), except the dropped
-  rescale, which
-  needs two partitions: at most 1025 tokens (2 x 512 + 1), and in practice 513.
+  rescale, which needs two partitions: at most 1025 tokens (2 x 512 + 1), and in practice 513.
 - A random key cache (drawn from the real cache's own elements) is judged wrong on the
   cases whose keys matter (no poisoned input, two or more tokens), while vLLM's own test
   method (torch/tests/vllm_like.py, its tolerances) passes it.
