@@ -7,7 +7,7 @@ TITLE = "Implementations checked"
 COLS = [("implementation", "implementation"), ("device", "device"), ("profile", "profile"),
         ("verdict", "verdict"), ("cases", "cases"), ("worst_ulps", "worst error (ulps)"),
         ("worst_ours", "worst error / our bound"), ("worst_vllm", "worst error / vLLM's bound"),
-        ("cases_per_s", "cases/s"), ("failure", "shrunk failure")]
+        ("cases_per_s", "cases/s"), ("worst_case", "worst case"), ("failure", "shrunk failure")]
 
 
 def _max(vals):
@@ -27,6 +27,8 @@ def rows(section):
                                                    f.get("failure_case"))
             if f.get("failure_reproduce"):
                 failure += "; reproduce: %s" % f["failure_reproduce"]
+        worst = [v for v in vs if isinstance(v.get("worst_over_ours"), (int, float))]
+        worst = max(worst, key=lambda v: v["worst_over_ours"]) if worst else None
         seconds = sum(v.get("cases", 0) / v["cases_per_s"] for v in vs if v.get("cases_per_s"))
         out.append({
             "implementation": r.get("implementation"), "device": r.get("device"),
@@ -38,6 +40,8 @@ def rows(section):
             "worst_ours": _max(v.get("worst_over_ours") for v in vs),
             "worst_vllm": _max(v.get("worst_over_vllm") for v in vs),
             "cases_per_s": r.get("cases", 0) / seconds if seconds else None,
+            "worst_case": "%s: %s at %s" % (worst["version"], worst.get("worst_case"),
+                                            worst.get("worst_where")) if worst else "none",
             "failure": failure,
         })
     return out

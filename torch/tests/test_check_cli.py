@@ -20,7 +20,7 @@ import unittest
 
 import numpy as np
 
-from pagedattn_torch.check import check, cases, judging
+from pagedattn_torch.check import check, judging
 
 PY = sys.executable
 WRONG_SUBJECT = "pagedattn_torch.check.known_wrong:v1_round_robin_gqa"

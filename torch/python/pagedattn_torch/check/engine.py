@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, Phase, Verbosity, errors, given, seed as hyp
 
 from . import cases as cases_mod
 from . import judging, replay
-from .judging import EXACT, RANK, WRONG
+from .judging import RANK, WRONG
 from .results import Result, VersionResult
 
 DEFAULT_CASES = 200  # per version; measured in torch/README.md ("The check")
