@@ -17,6 +17,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import report_plots as rp  # noqa: E402
+import section_checks  # noqa: E402
 
 NA = "not available"
 
@@ -301,6 +302,10 @@ def main():
                     + html_table(cols, prow) + "</details>")
     else:
         body.append(na("performance model"))
+
+    checks_html, checks_md = section_checks.render(data, fmt, html_table, md_table)
+    body.append(checks_html)
+    md.append(checks_md)
 
     # GPU
     body.append("<h2>Measured on a GPU</h2>")

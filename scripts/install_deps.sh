@@ -16,6 +16,7 @@ pkgs=(
   clang libclang-rt-14-dev            # libFuzzer targets and the sanitizer builds
   coq libcoq-flocq libcoq-coquelicot libcoq-interval gappa libcoq-gappa   # proofs/
   python3-torch libtorch-dev          # the PyTorch operators (torch/), with /usr/bin/python3
+  python3-hypothesis python3-pytest   # python -m pagedattn_torch.check: cases with shrinking, its pytest plugin
   parallel                            # property campaigns spread over cores
 )
 missing=()

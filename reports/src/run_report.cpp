@@ -13,6 +13,7 @@
 
 #include "emu/checks.h"
 #include "emu/profile.h"
+#include "checks_section.h"
 #include "grids.h"
 #include "model_data.h"
 #include "pagedattn_audit/report.h"
@@ -156,6 +157,7 @@ int run_report(const ReportOptions& o) {
   data["model"] = model_section(o.profiles);
   data["published"] = published_section();
   data["gpu"] = gpu_section(o.gpu_dir);
+  data["implementations_checked"] = checks_section(o.checks_dir);
   data["inputs"] = {
       {"campaign", (fs::path(o.properties_dir) / "campaign.json").string()},
       {"mutation", (fs::path(o.properties_dir) / "mutation.json").string()},
