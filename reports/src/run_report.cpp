@@ -14,6 +14,7 @@
 #include "emu/checks.h"
 #include "emu/profile.h"
 #include "grids.h"
+#include "gpu_data.h"
 #include "model_data.h"
 #include "pagedattn_audit/report.h"
 #include "pagedattn_audit/runner.h"
@@ -135,10 +136,12 @@ int run_report(const ReportOptions& o) {
   data["model"] = model_section(o.profiles);
   data["published"] = published_section();
   data["gpu"] = gpu_section(o.gpu_dir);
+  data["targets"] = targets_section(o.targets_dir);
   data["inputs"] = {
       {"campaign", (fs::path(o.properties_dir) / "campaign.json").string()},
       {"mutation", (fs::path(o.properties_dir) / "mutation.json").string()},
       {"gpu_dir", o.gpu_dir},
+      {"targets_dir", o.targets_dir},
   };
   data["elapsed_s"] =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
