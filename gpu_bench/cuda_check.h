@@ -43,6 +43,18 @@ struct Buffer {
     else
       check(cudaMemcpy(static_cast<char*>(ptr) + offset, src, n, cudaMemcpyHostToDevice), "upload");
   }
+  template <class T>
+  explicit Buffer(const std::vector<T>& v) : Buffer(v.size() * sizeof(T)) {
+    if (bytes) upload(0, v.data(), bytes);
+  }
+  template <class T>
+  void to_host(std::vector<T>& v) const {
+    if (!bytes) return;
+    if (dry)
+      std::memcpy(v.data(), ptr, bytes);
+    else
+      check(cudaMemcpy(v.data(), ptr, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy to host");
+  }
   // Fills the buffer with `pattern` repeated: one upload, then copies that double the
   // filled prefix on the device (a 17 GB cache fills in milliseconds, not a PCIe minute).
   void fill(const void* pattern, std::size_t n) {

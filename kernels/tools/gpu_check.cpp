@@ -33,6 +33,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "../../gpu_bench/cuda_check.h"
 #include "../tests/reduce_bound.h"
 #include "../tests/reference.h"
 
@@ -42,56 +43,18 @@ using json = nlohmann::json;
 
 namespace {
 
-bool g_dry = false;
 bool g_inject = false;
 constexpr const char* kProfile = "h200";  // the emulator's twin of an NVIDIA GPU: warp 32
 
-void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess)
-    throw std::runtime_error(std::string("CUDA ") + what + ": " + cudaGetErrorString(e));
-}
-
+using gpubench::check;
 // Device memory, or host memory under --dry (the emulator reads host pointers).
-struct DevBuf {
-  void* ptr = nullptr;
-  std::size_t bytes = 0;
-  std::vector<std::uint8_t> host;
-  explicit DevBuf(std::size_t n) : bytes(n) {
-    if (g_dry) {
-      host.assign(n ? n : 1, 0);
-      ptr = host.data();
-    } else {
-      check(cudaMalloc(&ptr, n ? n : 1), "cudaMalloc");
-    }
-  }
-  template <class T>
-  explicit DevBuf(const std::vector<T>& v) : DevBuf(v.size() * sizeof(T)) {
-    if (!bytes) return;
-    if (g_dry)
-      std::memcpy(ptr, v.data(), bytes);
-    else
-      check(cudaMemcpy(ptr, v.data(), bytes, cudaMemcpyHostToDevice), "cudaMemcpy to device");
-  }
-  DevBuf(const DevBuf&) = delete;
-  DevBuf& operator=(const DevBuf&) = delete;
-  ~DevBuf() {
-    if (!g_dry) cudaFree(ptr);
-  }
-  template <class T>
-  void to_host(std::vector<T>& v) const {
-    if (!bytes) return;
-    if (g_dry)
-      std::memcpy(v.data(), ptr, bytes);
-    else
-      check(cudaMemcpy(v.data(), ptr, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy to host");
-  }
-};
+using DevBuf = gpubench::Buffer;
 
 Backend native_backend() {
-  return g_dry ? Backend::emulator(kProfile) : Backend::cuda();
+  return gpubench::dry ? Backend::emulator(kProfile) : Backend::cuda();
 }
 void native_sync() {
-  if (!g_dry) check(cudaDeviceSynchronize(), "kernel execution");
+  if (!gpubench::dry) check(cudaDeviceSynchronize(), "kernel execution");
 }
 
 const char* kv_name(CacheFormat c) {
@@ -338,7 +301,7 @@ int main(int argc, char** argv) {
     } else if (a == "--json" && i + 1 < argc) {
       json_path = argv[++i];
     } else if (a == "--dry") {
-      g_dry = true;
+      gpubench::dry = true;
     } else if (a == "--inject-wrong") {
       g_inject = true;
     } else {
@@ -351,7 +314,7 @@ int main(int argc, char** argv) {
   }
   const auto t0 = std::chrono::steady_clock::now();
   std::string device = "emulator (h200 profile): --dry";
-  if (!g_dry) {
+  if (!gpubench::dry) {
     int devices = 0;
     if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
       std::printf("gpu_check: no CUDA device (--dry runs without one)\n");
@@ -498,7 +461,7 @@ int main(int argc, char** argv) {
   if (!json_path.empty()) {
     json j = {{"tool", "pagedattn_gpu_check"},
               {"device", device},
-              {"dry", g_dry},
+              {"dry", gpubench::dry},
               {"inject_wrong", g_inject},
               {"grid", grid},
               {"emulator_profile", kProfile},
