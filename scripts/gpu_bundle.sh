@@ -21,6 +21,7 @@
 #   gpu_bundle/. --from-build assembles from an already built BUILD_DIR without building
 #   (ctest -L gpu_bundle does that).
 set -euo pipefail
+trap 'echo "gpu_bundle.sh: failed at line $LINENO: $BASH_COMMAND" >&2' ERR
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=$root/gpu_bundle
 build=${BUILD_DIR:-$root/build}
@@ -146,7 +147,7 @@ for n in boost_context mpfr gmp; do
 done
 
 commit=$(git -C "$root" rev-parse HEAD 2>/dev/null || echo unknown)
-dirty=$(git -C "$root" status --porcelain 2>/dev/null | grep -v '^??' | wc -l)
+dirty=$(git -C "$root" status --porcelain 2>/dev/null | { grep -v '^??' || true; } | wc -l)
 nvcc_v=$("$(sed -n 's/^CMAKE_CUDA_COMPILER:[A-Z]*=//p' "$build/CMakeCache.txt")" --version |
   grep -o 'release [0-9.]*, V[0-9.]*' || echo unknown)
 rm -rf "$out"

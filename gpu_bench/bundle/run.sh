@@ -10,8 +10,8 @@
 #                 here is older than the one the programs were built with)
 #   3. gpu_check  native V1/V2/reduce against the emulator and the reference
 #                 (pagedattn_gpu_check: bitwise, bound and reduce classes)
-#   4. memcheck, racecheck (and synccheck, initcheck in full mode): compute-sanitizer on
-#                 the check's small grid
+#   4. memcheck, racecheck (and synccheck, initcheck in full and dry mode):
+#                 compute-sanitizer on the check's small grid
 #   5. audit      `pagedattn audit --backend both`: native and emulated against the exact
 #                 reference and the proven bound on the same inputs
 #   6. probe      the device's profile, loaded back by `pagedattn limits`
@@ -191,7 +191,9 @@ step gpu_check $([ "$mode" = quick ] && echo 60 || echo 150) "grid $grid" \
 
 # ---- 4. sanitizers on the small grid ----
 tools=(memcheck racecheck)
-[ "$mode" = full ] && tools+=(synccheck initcheck)
+# All four in full mode, and in a dry run (the emulator's are seconds on this grid), so the
+# dry test goes through every step.
+[ "$mode" = full ] || [ "$dry" = 1 ] && tools+=(synccheck initcheck)
 for tool in "${tools[@]}"; do
   if [ "$dry" = 1 ]; then
     step "$tool" 300 "the emulator's $tool (EMU_CHECKS) in place of compute-sanitizer" \

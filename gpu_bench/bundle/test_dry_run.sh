@@ -20,7 +20,8 @@ out = sys.argv[1]
 bad = []
 run = json.load(open(os.path.join(out, "gpu_run.json")))
 names = [s["name"] for s in run["steps"]]
-for want in ("unpack", "loader", "gpu_check", "memcheck", "racecheck", "audit", "probe",
+for want in ("unpack", "loader", "gpu_check", "memcheck", "racecheck", "synccheck",
+             "initcheck", "audit", "probe",
              "limits", "bench", "torch_build", "torch_smoke", "torch_check"):
     if want not in names:
         bad.append(f"step {want} missing from gpu_run.json")
