@@ -123,11 +123,12 @@ while read -r a; do
   n=$(basename "$a" .a)
   n=${n#lib}
   case $n in
-    pagedattn_kernels | *test* | *mutant* | *fuzz* | *bench* | *properties* | *race*) continue ;;
+    pagedattn_kernels | pagedattn_bundle | *test* | *mutant* | *fuzz* | *bench* | *properties* | *race*) continue ;;
   esac
   libs+=("$a")
   targets+=("$n")
-done < <(find "$build" -name 'libpagedattn_*.a' -not -path '*/CMakeFiles/*' | sort)
+done < <(find "$build" -name 'libpagedattn_*.a' -not -path '*/CMakeFiles/*' \
+  -not -path "$build/gpu_bundle*" | sort)  # not a bundle unpacked by its own test
 {
   echo "CREATE $stage/torch/lib/libpagedattn_bundle.a"
   for a in "${libs[@]}"; do echo "ADDLIB $a"; done
