@@ -15,6 +15,7 @@
 #include "emu/profile.h"
 #include "checks_section.h"
 #include "grids.h"
+#include "gpu_data.h"
 #include "model_data.h"
 #include "pagedattn_audit/report.h"
 #include "pagedattn_audit/runner.h"
@@ -157,11 +158,18 @@ int run_report(const ReportOptions& o) {
   data["model"] = model_section(o.profiles);
   data["published"] = published_section();
   data["gpu"] = gpu_section(o.gpu_dir);
-  data["implementations_checked"] = checks_section(o.checks_dir);
+  {
+    json checks = checks_section(o.checks_dir);
+    // The GPU bundle's run writes its check (torch_check.json) beside its other results.
+    for (const auto& row : checks_section(o.gpu_dir)["rows"]) checks["rows"].push_back(row);
+    data["implementations_checked"] = checks;
+  }
+  data["targets"] = targets_section(o.targets_dir);
   data["inputs"] = {
       {"campaign", (fs::path(o.properties_dir) / "campaign.json").string()},
       {"mutation", (fs::path(o.properties_dir) / "mutation.json").string()},
       {"gpu_dir", o.gpu_dir},
+      {"targets_dir", o.targets_dir},
   };
   data["elapsed_s"] =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
