@@ -128,7 +128,9 @@ while read -r a; do
   libs+=("$a")
   targets+=("$n")
 done < <(find "$build" -name 'libpagedattn_*.a' -not -path '*/CMakeFiles/*' \
-  -not -path "$build/gpu_bundle*" | sort)  # not a bundle unpacked by its own test
+  -not -path "$build/gpu_bundle*" -not -path "$build/torch/*" | sort)
+# Not a bundle unpacked by its own test, and not torch/'s own libraries (the payload's
+# torch project builds those from source; a stand-in of the same name would collide).
 {
   echo "CREATE $stage/torch/lib/libpagedattn_bundle.a"
   for a in "${libs[@]}"; do echo "ADDLIB $a"; done

@@ -271,7 +271,11 @@ PY
   local cuda_root
   cuda_root=$(dirname "$(dirname "${nvcc:-/usr/local/cuda/bin/nvcc}")")
   local srcs=("$work"/torch/src/src/*.cpp) flags=()
-  local links=(-ltorch -ltorch_cpu -lc10 -L"$cuda_root/lib64" -Wl,-rpath,"$cuda_root/lib64" -lcudart)
+  local links=(-ltorch -ltorch_cpu -lc10) d
+  for d in "$cuda_root/lib64" "$cuda_root"/targets/*/lib; do
+    [ -e "$d/libcudart.so" ] && links+=(-L"$d" -Wl,-rpath,"$d")
+  done
+  links+=(-lcudart)
   if [ "$cuda" = 1 ]; then
     flags+=(-DPAGEDATTN_TORCH_CUDA=1 -I"$cuda_root/include")
     links=(-ltorch_cuda -lc10_cuda "${links[@]}")
