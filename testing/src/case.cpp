@@ -129,8 +129,10 @@ Case case_of(const AttentionCall& given) {
   AttentionCall call = given;
   // The output is not read: without one, a placeholder of the query's shape lets the
   // validation run (it reads no tensor data).
-  if (!call.out.defined()) {
-    call.out = call.query;
+  if (!call.out.defined() && call.query.defined() && call.query.ndim == 3) {
+    call.out =
+        TensorView::contiguous(call.query.data, call.query.dtype,
+                               {call.query.shape[0], call.query.shape[1], call.query.shape[2]});
     call.exp_sums = call.max_logits = call.tmp_out = TensorView{};
   }
   const AttentionParams p =
