@@ -57,33 +57,48 @@ double decode(DType t, const void* base, std::size_t i) {
   }
 }
 
-double store(DType t, void* base, std::size_t i, double want) {
-  const FormatTraits& f = traits(t);
-  auto* bytes = static_cast<std::uint8_t*>(base);
-  const float v = static_cast<float>(want);
-  std::uint32_t bits;
-  if (std::isnan(v) || (std::isinf(v) && !f.has_infinity)) {
-    bits = f.nan_bits;
-  } else {
-    switch (t) {
-      case DType::f32:
-        std::memcpy(&bits, &v, 4);
-        break;
-      case DType::f16:
-        bits = float_to_f16_bits(v);
-        break;
-      case DType::bf16:
-        bits = float_to_bf16_bits(v);
-        break;
-      case DType::fp8_e4m3:
-        bits = float_to_fp8_e4m3(v);
-        break;
-      default:  // fp8_e5m2; its encoder saturates infinities, which the format has
-        bits = std::isinf(v) ? (v > 0 ? 0x7cu : 0xfcu) : float_to_fp8_e5m2(v);
-        break;
-    }
+std::uint16_t fast_f16_bits(float f) {
+  std::uint32_t u;
+  std::memcpy(&u, &f, 4);
+  const std::uint32_t sign = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;
+  if (a > 0x7f800000u) return static_cast<std::uint16_t>(sign | 0x7e00u);   // NaN
+  if (a >= 0x477ff000u) return static_cast<std::uint16_t>(sign | 0x7c00u);  // >= 65520: inf
+  if (a >= 0x38800000u) {  // >= 2^-14: normal; rebias the exponent, round 13 bits away
+    std::uint32_t m = a - 0x38000000u;
+    m += 0xfffu + ((m >> 13) & 1u);
+    return static_cast<std::uint16_t>(sign | (m >> 13));
   }
-  std::memcpy(bytes + f.size * i, &bits, f.size);  // little-endian host
+  float mag;
+  std::memcpy(&mag, &a, 4);  // subnormal: count quanta of 2^-24 (exact scaling), round even
+  return static_cast<std::uint16_t>(sign |
+                                    static_cast<std::uint32_t>(std::nearbyint(mag * 0x1p24f)));
+}
+
+std::uint32_t encode(DType t, double want) {
+  const FormatTraits& f = traits(t);
+  const float v = static_cast<float>(want);
+  if (std::isnan(v) || (std::isinf(v) && !f.has_infinity)) return f.nan_bits;
+  switch (t) {
+    case DType::f32: {
+      std::uint32_t bits;
+      std::memcpy(&bits, &v, 4);
+      return bits;
+    }
+    case DType::f16:
+      return fast_f16_bits(v);
+    case DType::bf16:
+      return float_to_bf16_bits(v);
+    case DType::fp8_e4m3:
+      return float_to_fp8_e4m3(v);
+    default:  // fp8_e5m2; its encoder saturates infinities, which the format has
+      return std::isinf(v) ? (v > 0 ? 0x7cu : 0xfcu) : float_to_fp8_e5m2(v);
+  }
+}
+
+double store(DType t, void* base, std::size_t i, double want) {
+  const std::uint32_t bits = encode(t, want);
+  std::memcpy(static_cast<std::uint8_t*>(base) + traits(t).size * i, &bits,
+              traits(t).size);  // little-endian host
   return decode(t, base, i);
 }
 

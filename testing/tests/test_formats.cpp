@@ -5,6 +5,10 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
 #include <stdexcept>
 
 #include "pagedattn_ref/formats.h"
@@ -77,6 +81,33 @@ TEST(Formats, UlpOf) {
   EXPECT_EQ(ulp_of(DType::f16, 0.0), 0x1p-24);  // subnormal quantum
   EXPECT_EQ(ulp_of(DType::bf16, 3.0), 0x1p-6);
   EXPECT_EQ(ulp_of(DType::f32, INFINITY), 0x1p104);  // the largest binade's
+}
+
+// The fast f16 encoder equals the kernels' on every rounding case and 200,000 random floats
+// around f16's range.
+TEST(Formats, FastF16EncoderMatchesTheLibrary) {
+  std::mt19937 gen(7);
+  std::vector<float> v = {0.0f,
+                          -0.0f,
+                          65504.0f,
+                          65519.99f,
+                          65520.0f,
+                          -65520.0f,
+                          1e-8f,
+                          std::ldexp(1.0f, -25),
+                          std::ldexp(3.0f, -25),
+                          std::ldexp(1.0f, -14),
+                          std::ldexp(1023.5f, -24),
+                          1.0f + std::ldexp(1.0f, -11),
+                          std::numeric_limits<float>::infinity()};
+  for (int i = 0; i < 200000; ++i) {
+    std::uint32_t u = static_cast<std::uint32_t>(gen());
+    u = (u & 0x807fffffu) | ((100 + (u >> 23) % 45) << 23);  // exponents around f16's range
+    float f;
+    std::memcpy(&f, &u, 4);
+    v.push_back(f);
+  }
+  for (float f : v) ASSERT_EQ(fast_f16_bits(f), float_to_f16_bits(f)) << f;
 }
 
 }  // namespace

@@ -54,11 +54,18 @@ inline const char* kv_cache_dtype(CacheFormat cache) {
 // double). Throws as traits() does for u8 and i32.
 double decode(DType t, const void* base, std::size_t index);
 
-// Stores `want` as element `index` of a buffer of format `t` and returns the value
-// stored: `want` rounded to float, then to `t` (round to nearest even; fp8 saturates a
-// finite overflow to its largest finite value, as CUDA's __NV_SATFINITE). NaN stores the
-// format's nan_bits; an infinity stores infinity, or NaN in E4M3, which has none.
+// The bits of `want` in format `t` (in the low bits): `want` rounded to float, then to `t`
+// (round to nearest even; fp8 saturates a finite overflow to its largest finite value, as
+// CUDA's __NV_SATFINITE). NaN gives the format's nan_bits; an infinity gives infinity, or
+// NaN in E4M3, which has none.
+std::uint32_t encode(DType t, double want);
+// Stores encode(t, want) as element `index` of a buffer of format `t` and returns the
+// value stored.
 double store(DType t, void* base, std::size_t index, double want);
+// float -> binary16 bits, round to nearest even, in integer arithmetic: equal to the
+// kernels' float_to_f16_bits for every float (test_formats.cpp), and fast enough for the
+// audit's 2 x 10^8 elements (the library's goes through frexp and ldexp).
+std::uint16_t fast_f16_bits(float f);
 
 // `v` rounded to float, as a double: the value a float parameter (the reference's scales)
 // reads. An out-of-line call on purpose: g++ 12.2 at -O2 drops adjacent double -> float ->
