@@ -12,4 +12,14 @@ void assert_within(const Verdict& v, const std::string& what) {
     RC_FAIL(what + ": error/bound " + std::to_string(v.worst) + " at " + v.where);
 }
 
+void assert_kernels_within(const Case& c, const ref::Output& ex, const Options& options,
+                           const std::string& profile, const std::string& what) {
+  for (const KernelUnderTest& k : kernels_under_test()) {
+    const Options o = k.options(options);
+    assert_within(err_over_bound(c, run(c, k.kernel, o, profile).out, ex,
+                                 element_bounds(c, k.kernel, o, ex, profile)),
+                  what + " " + k.name);
+  }
+}
+
 }  // namespace pagedattn::prop

@@ -15,4 +15,9 @@ Outputs run(const Case& c, Kernel kernel, const Options& options, const std::str
 // RC_FAIL unless v.worst <= 1; records it for campaigns.
 void assert_within(const Verdict& v, const std::string& what);
 
+// Every kernel under test on `c` with `options`, each judged against `ex` (the exact
+// output) within its own proven bound; `what` names the check in a failure.
+void assert_kernels_within(const Case& c, const ref::Output& ex, const Options& options,
+                           const std::string& profile, const std::string& what);
+
 }  // namespace pagedattn::prop

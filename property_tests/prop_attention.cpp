@@ -179,13 +179,7 @@ PAGEDATTN_PROPERTY(prop_shift_invariance, 150) {
   }
   const ref::Output ex0 = exact(p), ex1 = exact(sh);
   RC_ASSERT(ex0.bits == ex1.bits);
-  const Options opt = s.options();
-  for (const KernelUnderTest& k : kernels_under_test()) {
-    const Options o = k.options(opt);
-    assert_within(err_over_bound(sh, run(sh, k.kernel, o, s.profile).out, ex0,
-                                 element_bounds(sh, k.kernel, o, ex0, s.profile)),
-                  std::string("shifted ") + k.name);
-  }
+  assert_kernels_within(sh, ex0, s.options(), s.profile, "shifted");
 }
 
 // empty_partitions_neutral: a max_seq_len that adds trailing empty partitions changes no
@@ -378,13 +372,7 @@ PAGEDATTN_PROPERTY(prop_equal_logits_mean, 150) {
       }
     }
   }
-  const Options opt = s.options();
-  for (const KernelUnderTest& k : kernels_under_test()) {
-    const Options o = k.options(opt);
-    assert_within(err_over_bound(p, run(p, k.kernel, o, s.profile).out, ex,
-                                 element_bounds(p, k.kernel, o, ex, s.profile)),
-                  std::string("ties ") + k.name);
-  }
+  assert_kernels_within(p, ex, s.options(), s.profile, "ties");
 }
 
 // nan_propagation, finite half: no finite input yields a NaN or inf output, on V1 and V2.

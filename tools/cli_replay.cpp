@@ -129,9 +129,7 @@ pagedattn::testing::Case load_replay(const std::string& dir_text, bool bf16,
                      "bfloat16 bits as '<u2' need --bf16), got '" +
                      qd + "'");
   }
-  pagedattn::testing::Case c;
-  c.scalar = dtype_of(path("query"), r.query, bf16);
-  pagedattn::parse_kv_cache_dtype(kv_cache_dtype, &c.cache);
+  const pagedattn::DType scalar = dtype_of(path("query"), r.query, bf16);
 
   // What the caller derives: from query's and key_cache's shapes, so those need their
   // dimensions before anything else can be said.
@@ -150,15 +148,16 @@ pagedattn::testing::Case load_replay(const std::string& dir_text, bool bf16,
   const std::int64_t num_kv_heads = r.key_cache.shape[1];
   const std::int64_t block_size = r.key_cache.shape[3];
   const pagedattn::DType lens_type = dtype_of(path("seq_lens"), r.seq_lens, bf16);
+  std::int64_t max_seq_len = 0;
   if (lens_type == pagedattn::DType::i32) {
     const std::int32_t* lens = r.seq_lens.as<std::int32_t>();
     for (std::int64_t s = 0; s < r.seq_lens.numel(); ++s) {
-      c.max_seq_len = std::max<std::int64_t>(c.max_seq_len, lens[s]);
+      max_seq_len = std::max<std::int64_t>(max_seq_len, lens[s]);
     }
   }
 
   // The library's rules, V1's (V2's extra ones are about its outputs and partitions).
-  const pagedattn::TensorView query_view = view_of(r.query, c.scalar);
+  const pagedattn::TensorView query_view = view_of(r.query, scalar);
   const pagedattn::TensorView key_view =
       view_of(r.key_cache, dtype_of(path("key_cache"), r.key_cache, bf16));
   const pagedattn::TensorView value_view =
@@ -170,15 +169,8 @@ pagedattn::testing::Case load_replay(const std::string& dir_text, bool bf16,
   if (r.has_alibi) {
     alibi_view = view_of(r.alibi_slopes, dtype_of(path("alibi_slopes"), r.alibi_slopes, bf16));
   }
-  npy::Array out_bytes;
-  out_bytes.descr = qd;
-  out_bytes.shape = r.query.shape;
-  out_bytes.data.assign(1, 0);
-  pagedattn::TensorView out = view_of(out_bytes, c.scalar);
-  out.data = &out_bytes;  // never written: validation reads no tensor data
   try {
     pagedattn::AttentionCall call;
-    call.out = out;
     call.query = query_view;
     call.key_cache = key_view;
     call.value_cache = value_view;
@@ -186,38 +178,18 @@ pagedattn::testing::Case load_replay(const std::string& dir_text, bool bf16,
     call.block_tables = tables_view;
     call.seq_lens = lens_view;
     call.block_size = block_size;
-    call.max_seq_len = c.max_seq_len;
+    call.max_seq_len = max_seq_len;
     call.alibi_slopes = alibi_view;
     call.kv_cache_dtype = kv_cache_dtype;
-    const pagedattn::AttentionParams p =
-        pagedattn::validate_attention(pagedattn::Kernel::v1, call, pagedattn::Options{});
-    pagedattn::validate_indices(p, r.block_tables.as<std::int32_t>(),
-                                r.seq_lens.as<std::int32_t>());
-    c.num_seqs = p.num_seqs;
-    c.num_heads = p.num_heads;
-    c.head_size = p.head_size;
-    c.num_kv_heads = p.num_kv_heads;
-    c.block_size = p.block_size;
-    c.num_blocks = p.num_blocks;
-    c.max_blocks_per_seq = p.max_blocks_per_seq;
+    // The library's rules (shapes, dtypes, then index values), then the files' bytes
+    // copied into the case.
+    pagedattn::testing::Case c = pagedattn::testing::case_of(call);
+    c.scale = pagedattn::testing::float_value(1.0 / std::sqrt(static_cast<double>(c.head_size)));
+    return c;
   } catch (const pagedattn::Error& e) {
     const std::string file = file_of(e.what());
     throw InputError((file.empty() ? dir_text : path(file)) + ": " + e.what());
   }
-  // The files' bytes, contiguous as validated: the case owns them.
-  c.scale = pagedattn::testing::float_value(1.0 / std::sqrt(static_cast<double>(c.head_size)));
-  c.query = std::move(r.query.data);
-  c.key_cache = std::move(r.key_cache.data);
-  c.value_cache = std::move(r.value_cache.data);
-  c.block_tables.resize(static_cast<std::size_t>(r.block_tables.numel()));
-  std::memcpy(c.block_tables.data(), r.block_tables.data.data(), 4 * c.block_tables.size());
-  c.seq_lens.resize(static_cast<std::size_t>(r.seq_lens.numel()));
-  std::memcpy(c.seq_lens.data(), r.seq_lens.data.data(), 4 * c.seq_lens.size());
-  if (r.has_alibi) {
-    c.alibi_slopes.resize(static_cast<std::size_t>(r.alibi_slopes.numel()));
-    std::memcpy(c.alibi_slopes.data(), r.alibi_slopes.data.data(), 4 * c.alibi_slopes.size());
-  }
-  return c;
 }
 
 }  // namespace cli

@@ -137,6 +137,9 @@ Case case_of(const AttentionCall& given) {
   }
   const AttentionParams p =
       validate_attention(call.exp_sums.defined() ? Kernel::v2 : Kernel::v1, call, Options{});
+  // The judge reads every live slot through the block table: the index rules too.
+  validate_indices(p, static_cast<const std::int32_t*>(call.block_tables.data),
+                   static_cast<const std::int32_t*>(call.seq_lens.data));
   Case c;
   c.scalar = p.scalar;
   c.cache = p.cache;

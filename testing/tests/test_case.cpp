@@ -7,6 +7,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "pagedattn/validate.h"
 #include "pagedattn_testing/case.h"
 #include "pagedattn_testing/uniform_case.h"
 
@@ -118,6 +119,19 @@ TEST(Case, CaseOfReadsStridedTensors) {
     EXPECT_EQ(back.k_scale, c.k_scale);
     EXPECT_EQ(back.cache, c.cache);
     EXPECT_EQ(back.max_seq_len, c.max_seq_len);
+  }
+}
+
+// The judge reads every live slot through the block table, so case_of applies the index
+// rules too: an id out of range is refused by name, before anything is read.
+TEST(Case, CaseOfRefusesABlockIdOutOfRange) {
+  Case c = uniform_case(spec(DType::f32, CacheFormat::same));
+  c.table(1, 0) = static_cast<std::int32_t>(c.num_blocks);
+  try {
+    case_of(c.call());
+    ADD_FAILURE() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("block_tables[1][0]"), std::string::npos) << e.what();
   }
 }
 

@@ -95,8 +95,10 @@ struct Case {
 
 // A Case holding copies of the tensors of `call` (gathered through their strides, so any
 // layout the kernels accept is read as they read it): how a caller holding tensors, such
-// as the PyTorch bindings, hands its inputs to the judge. Validates the call first
-// (pagedattn::Error as the kernels would throw).
+// as the PyTorch bindings, hands its inputs to the judge; the replay reader builds its
+// case this way. The tensors must be in host memory. Validates the call first, shapes and
+// dtypes, then index values (pagedattn::Error as the kernels would throw); without `out`
+// a placeholder of the query's shape stands in (it is not read).
 Case case_of(const AttentionCall& call);
 
 }  // namespace pagedattn::testing
