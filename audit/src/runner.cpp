@@ -81,7 +81,7 @@ CaseResult describe_case(const testing::Case& in, const Origin& origin, const st
   r.kernel = kernel;
   r.profile = profile;
   r.backend = backend;
-  r.dtype = in.scalar == DType::f32 ? "f32" : in.scalar == DType::bf16 ? "bf16" : "f16";
+  r.dtype = testing::traits(in.scalar).short_name;
   r.kv_cache_dtype = testing::kv_cache_dtype(in.cache);
   r.distribution = origin.distribution;
   r.numerics = numerics;
@@ -311,9 +311,10 @@ std::vector<CaseResult> run_grid(const Config& c,
                         sh.num_kv_heads = nkv;
                         sh.head_size = hs;
                         sh.block_size = bs;
-                        sh.dtype = dt == "f32"    ? DType::f32
-                                   : dt == "bf16" ? DType::bf16
-                                                  : DType::f16;
+                        if (!testing::parse_short_name(dt, &sh.dtype) ||
+                            !is_scalar_dtype(sh.dtype)) {
+                          throw UsageError("--dtype: unknown '" + dt + "'");
+                        }
                         if (!parse_kv_cache_dtype(kv, &sh.cache)) {
                           throw UsageError("--kv-cache-dtype: unknown '" + kv + "'");
                         }

@@ -27,7 +27,7 @@ double proven_tolerance(const CaseResult& r) {
   sh.num_kv_heads = r.num_kv_heads;
   sh.head_size = r.head_size;
   sh.block_size = r.block_size;
-  sh.dtype = r.dtype == "f32" ? DType::f32 : r.dtype == "f16" ? DType::f16 : DType::bf16;
+  EXPECT_TRUE(testing::parse_short_name(r.dtype, &sh.dtype)) << r.dtype;
   parse_kv_cache_dtype(r.kv_cache_dtype, &sh.cache);
   sh.seq_len = static_cast<int>(r.seq_len);
   sh.alibi = r.alibi;

@@ -11,16 +11,16 @@ namespace {
 
 // Indexed by DType's first five values (f32, f16, bf16, fp8_e4m3, fp8_e5m2).
 const FormatTraits kTraits[] = {
-    {DType::f32, "float32", 4, 24, -126, 127, FLT_MAX, 0x1p-149, 0x1p-24, true, 0x7fc00000u,
+    {DType::f32, "float32", "f32", 4, 24, -126, 127, FLT_MAX, 0x1p-149, 0x1p-24, true, 0x7fc00000u,
      ref::DType::f32, bound::Format::f32},
-    {DType::f16, "float16", 2, 11, -14, 15, 65504.0, 0x1p-24, 0x1p-11, true, 0x7e00u,
+    {DType::f16, "float16", "f16", 2, 11, -14, 15, 65504.0, 0x1p-24, 0x1p-11, true, 0x7e00u,
      ref::DType::f16, bound::Format::f16},
-    {DType::bf16, "bfloat16", 2, 8, -126, 127, 0x1.fep127, 0x1p-133, 0x1p-8, true, 0x7fc0u,
+    {DType::bf16, "bfloat16", "bf16", 2, 8, -126, 127, 0x1.fep127, 0x1p-133, 0x1p-8, true, 0x7fc0u,
      ref::DType::bf16, bound::Format::bf16},
-    {DType::fp8_e4m3, "float8_e4m3fn", 1, 4, -6, 8, 448.0, 0x1p-9, 0x1p-4, false, 0x7fu,
+    {DType::fp8_e4m3, "float8_e4m3fn", "fp8_e4m3", 1, 4, -6, 8, 448.0, 0x1p-9, 0x1p-4, false, 0x7fu,
      ref::DType::fp8_e4m3, bound::Format::fp8_e4m3},
-    {DType::fp8_e5m2, "float8_e5m2", 1, 3, -14, 15, 57344.0, 0x1p-16, 0x1p-3, true, 0x7fu,
-     ref::DType::fp8_e5m2, bound::Format::fp8_e5m2},
+    {DType::fp8_e5m2, "float8_e5m2", "fp8_e5m2", 1, 3, -14, 15, 57344.0, 0x1p-16, 0x1p-3, true,
+     0x7fu, ref::DType::fp8_e5m2, bound::Format::fp8_e5m2},
 };
 
 }  // namespace
@@ -34,6 +34,16 @@ const FormatTraits& traits(DType t) {
                                 "fp8 formats)");
   }
   return kTraits[i];
+}
+
+bool parse_short_name(const std::string& name, DType* out) {
+  for (const FormatTraits& f : kTraits) {
+    if (name == f.short_name) {
+      *out = f.dtype;
+      return true;
+    }
+  }
+  return false;
 }
 
 double decode(DType t, const void* base, std::size_t i) {

@@ -35,7 +35,12 @@ TEST(Formats, TableAgreesWithTheKernelsTheBoundAndTheReference) {
     const std::uint32_t one = 1;
     EXPECT_EQ(decode(f.dtype, &one, 0), f.min_subnormal) << f.name;
     EXPECT_TRUE(std::isnan(decode(f.dtype, &f.nan_bits, 0))) << f.name;
+    DType back = DType::i32;
+    EXPECT_TRUE(parse_short_name(f.short_name, &back) && back == f.dtype) << f.short_name;
   }
+  DType none;
+  EXPECT_FALSE(parse_short_name("f64", &none));
+  EXPECT_STREQ(traits(DType::fp8_e4m3).short_name, kv_cache_dtype(CacheFormat::fp8_e4m3));
   EXPECT_EQ(traits(DType::f16).ref, ref::DType::f16);
   EXPECT_EQ(traits(DType::fp8_e5m2).ref, ref::DType::fp8_e5m2);
   EXPECT_EQ(ref::decode_e4m3(0x7e), traits(DType::fp8_e4m3).max_finite);

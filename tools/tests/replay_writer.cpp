@@ -22,11 +22,9 @@ npy::Array make_array(const std::string& descr, std::vector<std::int64_t> shape,
 
 pagedattn::testing::Case make_case(const ReplaySpec& spec) {
   pagedattn::testing::UniformSpec u;
-  u.scalar = spec.scalar == "f32"   ? pagedattn::DType::f32
-             : spec.scalar == "f16" ? pagedattn::DType::f16
-                                    : pagedattn::DType::bf16;
-  if (!pagedattn::parse_kv_cache_dtype(spec.cache, &u.cache)) {
-    throw std::invalid_argument("make_case: cache " + spec.cache);
+  if (!pagedattn::testing::parse_short_name(spec.scalar, &u.scalar) ||
+      !pagedattn::parse_kv_cache_dtype(spec.cache, &u.cache)) {
+    throw std::invalid_argument("make_case: scalar " + spec.scalar + ", cache " + spec.cache);
   }
   u.head_size = spec.head_size;
   u.block_size = spec.block_size;
@@ -73,19 +71,15 @@ std::string write_replay(const Files& files, const std::string& dir) {
 }
 
 std::vector<double> decode(const npy::Array& a) {
-  std::vector<double> v(static_cast<std::size_t>(a.numel()));
-  for (std::size_t i = 0; i < v.size(); ++i) {
-    if (a.descr == "<f4") {
-      v[i] = a.as<float>()[i];
-    } else if (a.descr == "<f2") {
-      v[i] = pagedattn::f16_bits_to_float(a.as<std::uint16_t>()[i]);
-    } else if (a.descr == "<u2") {
-      v[i] = pagedattn::bf16_bits_to_float(a.as<std::uint16_t>()[i]);
-    } else {
-      throw std::runtime_error("decode: unexpected dtype " + a.descr);
-    }
+  for (pagedattn::DType t :
+       {pagedattn::DType::f32, pagedattn::DType::f16, pagedattn::DType::bf16}) {
+    if (a.descr != cli::npy_descr(t)) continue;
+    std::vector<double> v(static_cast<std::size_t>(a.numel()));
+    for (std::size_t i = 0; i < v.size(); ++i)
+      v[i] = pagedattn::testing::decode(t, a.data.data(), i);
+    return v;
   }
-  return v;
+  throw std::runtime_error("decode: unexpected dtype " + a.descr);
 }
 
 }  // namespace tools_test

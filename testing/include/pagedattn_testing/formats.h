@@ -7,6 +7,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "pagedattn/dtypes.h"
 #include "pagedattn_bound/bound.h"
@@ -17,6 +18,7 @@ namespace pagedattn::testing {
 struct FormatTraits {
   DType dtype;
   const char* name;        // dtype_name(): "float32", "float16", ..., "float8_e5m2"
+  const char* short_name;  // the flags' and reports' name: "f32", "f16", "bf16", "fp8_e4m3", ...
   std::size_t size;        // bytes per element
   int precision;           // significand bits, the hidden one included
   int min_exponent;        // exponent of the smallest normal
@@ -34,6 +36,9 @@ struct FormatTraits {
 // i32: raw bytes and indices hold no element format (an fp8 cache's u8 bytes are read as
 // fp8_e4m3 or fp8_e5m2, which cache_element() names).
 const FormatTraits& traits(DType t);
+
+// The format whose short_name is `name`; false when none is.
+bool parse_short_name(const std::string& name, DType* out);
 
 // The format the cache's elements hold (the scalar type, or the fp8 format), and the
 // dtype its tensors are viewed with (the scalar type, or u8 as vLLM stores fp8 caches).
