@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <numeric>
 #include <random>
 
@@ -96,13 +97,18 @@ Case uniform_case(const UniformSpec& spec) {
 
 void fill_unused_slots(Case& c, bool nan) {
   const std::vector<char> used = c.used_slots();
+  const KvLayout l = c.layout();
+  const DType ce = c.cache_element();
+  const std::size_t es = traits(ce).size;
+  const std::uint32_t bits = encode(ce, nan ? NAN : 0.0);  // the same element everywhere
   for (std::int64_t b = 0; b < c.num_blocks; ++b) {
     for (int slot = 0; slot < c.block_size; ++slot) {
       if (used[static_cast<std::size_t>(b) * c.block_size + slot]) continue;
       for (int h = 0; h < c.num_kv_heads; ++h) {
         for (int d = 0; d < c.head_size; ++d) {
-          c.set_key(Block{b}, KvHead{h}, Slot{slot}, Dim{d}, nan ? NAN : 0.0);
-          c.set_value(Block{b}, KvHead{h}, Slot{slot}, Dim{d}, nan ? NAN : 0.0);
+          const Block blk{b};
+          std::memcpy(&c.key_cache[l.key(blk, KvHead{h}, Slot{slot}, Dim{d}) * es], &bits, es);
+          std::memcpy(&c.value_cache[l.value(blk, KvHead{h}, Slot{slot}, Dim{d}) * es], &bits, es);
         }
       }
     }
