@@ -7,6 +7,7 @@
 #include <map>
 #include <mutex>
 #include <sstream>
+#include <utility>
 
 #include "pagedattn/resources.h"
 
@@ -200,7 +201,7 @@ Verdict err_over_bound(const Case& c, const std::vector<double>& got, const ref:
   return v;
 }
 
-Judge::Judge(const Case& c) : c_(c), exact_(exact(c)), m_(testing::magnitudes(c)) {}
+Judge::Judge(Case c) : c_(std::move(c)), exact_(exact(c_)), m_(testing::magnitudes(c_)) {}
 
 std::vector<double> Judge::bounds(const BoundSetup& setup) const {
   return element_bounds(c_, m_, setup, exact_.value, exact_.value_err);

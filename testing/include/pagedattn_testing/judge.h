@@ -74,7 +74,7 @@ std::vector<double> errors_over_bound(const std::vector<double>& got, const ref:
 // (kernels, profiles, options).
 class Judge {
  public:
-  explicit Judge(const Case& c);
+  explicit Judge(Case c);  // by value: a generated case moves in
   const Case& input() const { return c_; }
   const ref::Output& exact_output() const { return exact_; }
   const Magnitudes& magnitudes() const { return m_; }
