@@ -14,22 +14,27 @@
 #include <string>
 
 #include "pagedattn/validate.h"
-#include "reference.h"
+#include "pagedattn_testing/judge.h"
+#include "pagedattn_testing/run.h"
+#include "pagedattn_testing/uniform_case.h"
 
 namespace pagedattn::test {
 namespace {
 
-// V1 and V2 (with its reduce) on `p` under memcheck: nothing on stderr (no finding, no
-// note), the output within its proven bound.
-void expect_clean(const Problem& p, const char* profile, const std::string& what) {
-  const auto want = reference_attention(p);
+using namespace pagedattn::testing;
+
+// V1 and V2 (with its reduce) on the case under memcheck: nothing on stderr (no finding,
+// no note), the output within its proven bound.
+void expect_clean(const UniformSpec& spec, const Options& opt, const char* profile,
+                  const std::string& what) {
+  const Judge judge(uniform_case(spec));
   for (Kernel k : {Kernel::v1, Kernel::v2}) {
     const std::string where = what + (k == Kernel::v1 ? " V1" : " V2");
-    testing::internal::CaptureStderr();
-    const Outputs o = run_kernel(p, k, profile);
-    EXPECT_EQ(testing::internal::GetCapturedStderr(), "") << where;
-    const Comparison r = compare(p, o.out, want, error_bounds(p, k));
-    EXPECT_LE(r.worst_ratio, 1.0) << where << ": " << r.worst;
+    ::testing::internal::CaptureStderr();
+    const Outputs o = run_kernel(judge.input(), k, profile, opt);
+    EXPECT_EQ(::testing::internal::GetCapturedStderr(), "") << where;
+    const Verdict v = judge.verdict(o.out, k, opt, profile);
+    EXPECT_LE(v.worst, 1.0) << where << ": " << v.where;
   }
 }
 
@@ -43,7 +48,9 @@ TEST(KernelsMemcheck, EverySupportedShapeIsClean) {
         for (int head_size : kHeadSizes)
           for (int block_size : kBlockSizes) {
             if (head_size == 120 && cache != CacheFormat::same) continue;  // not supported
-            Config c;
+            UniformSpec c;
+            Options opt;
+            opt.partition_size = 64;
             c.scalar = scalar;
             c.cache = cache;
             c.head_size = head_size;
@@ -54,9 +61,9 @@ TEST(KernelsMemcheck, EverySupportedShapeIsClean) {
             // ALiBi and vLLM's numerics (probabilities rounded to the scalar type in shared
             // memory) on every other shape: their code paths, at no extra calls.
             c.alibi = ++variant % 2 == 0;
-            c.numerics = variant % 4 == 1 ? Numerics::vllm_compatible : Numerics::exact_fp32;
+            opt.numerics = variant % 4 == 1 ? Numerics::vllm_compatible : Numerics::exact_fp32;
             c.seed = static_cast<std::uint64_t>(variant);
-            expect_clean(make_problem(c), profile,
+            expect_clean(c, opt, profile,
                          std::string(profile) + " " + dtype_name(scalar) + " " +
                              cache_format_name(cache) + " head " + std::to_string(head_size) +
                              " block " + std::to_string(block_size));
@@ -75,16 +82,17 @@ TEST(KernelsMemcheck, LongRowsAtEveryPartitionSizeAreClean) {
   emu::set_checks(emu::check_memcheck);
   for (const char* profile : {"h200", "bi-v100"})
     for (int partition_size : {kMinPartitionSize, 512, kMaxPartitionSize}) {
-      Config c;
+      UniformSpec c;
+      Options opt;
       c.scalar = DType::f16;
       c.head_size = 128;
       c.block_size = 16;
       c.num_heads = 2;
       c.num_kv_heads = 1;
       c.seq_lens = {4100, 1, 513};
-      c.partition_size = partition_size;
+      opt.partition_size = partition_size;
       c.alibi = true;
-      expect_clean(make_problem(c), profile,
+      expect_clean(c, opt, profile,
                    std::string(profile) + " partition " + std::to_string(partition_size));
     }
   emu::set_checks(emu::check_none);

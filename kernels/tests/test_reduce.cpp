@@ -9,14 +9,15 @@
 #include <cstring>
 #include <random>
 #include "pagedattn/resources.h"
+#include "pagedattn_testing/judge.h"
+#include "pagedattn_testing/run.h"
+#include "pagedattn_testing/uniform_case.h"
 #include "reduce_bound.h"
-#include "reference.h"
 #include "wrong_reductions.h"
 
 namespace pagedattn::test {
 namespace {
 
-// Synthetic states for a 4M-token sequence (8192 partitions of 512), every 997th empty
 // with NaN garbage in tmp_out, reduced and checked against the exact fold of those states
 // within reduce_bounds. Two rows built so that every known-wrong reduction of
 // wrong_reductions.h fails the same check, which the test shows by running each once:
@@ -169,22 +170,23 @@ TEST(Reduce, ZeroLengthRowGivesZero) {
   for (float o : out) EXPECT_EQ(o, 0.f);
 }
 
-// A context BI-V100's V1 cannot hold, through V2 end to end.
+// A context BI-V100's V1 cannot hold, through V2 end to end, against the exact reference
+// within the proven bound.
 TEST(Reduce, LongSequenceV2OnBiV100) {
-  Config c;
+  testing::UniformSpec c;
   c.scalar = DType::f16;
   c.head_size = 64;
   c.block_size = 16;
   c.num_heads = 2;
   c.num_kv_heads = 1;
-  c.partition_size = 512;
   c.seq_lens = {20000};
   c.seed = 5;
-  const Problem p = make_problem(c);
-  const Outputs o = run_kernel(p, Kernel::v2, "bi-v100");
-  const Comparison r = compare(p, o.out, reference_attention(p), error_bounds(p, Kernel::v2));
-  EXPECT_FALSE(r.any_nan) << r.worst;
-  EXPECT_LE(r.worst_ratio, 1.0) << r.worst;
+  const testing::Judge judge(testing::uniform_case(c));
+  Options opt;
+  opt.partition_size = 512;
+  const testing::Outputs o = testing::run_kernel(judge.input(), Kernel::v2, "bi-v100", opt);
+  const testing::Verdict v = judge.verdict(o.out, Kernel::v2, opt, "bi-v100");
+  EXPECT_LE(v.worst, 1.0) << v.where;
 }
 
 }  // namespace

@@ -7,8 +7,8 @@
 //            everything else (q.k, the sums, P.V, conversions, V2's states and reduce) must
 //            then match bit for bit: out, and V2's exp_sums, max_logits and tmp_out;
 //   bound    random inputs, where __expf and the emulator's exp differ: each executor
-//            within the derived bound of kernels/tests/reference.cpp (the proven bound
-//            against the exact reference is `pagedattn audit --backend both`, run beside);
+//            against the exact reference within the proven bound (pagedattn::testing's
+//            judge: kernel_error_bound with CUDA's __expf accuracy and warp 32);
 //   reduce   the reduce alone on the same host-made partition states: bitwise when every
 //            maximum is equal (weights s_p exp(0)), else within the derived reduce bound
 //            (kernels/tests/reduce_bound.h) of the exact fold.
@@ -35,10 +35,16 @@
 
 #include "../../gpu_bench/cuda_check.h"
 #include "../tests/reduce_bound.h"
-#include "../tests/reference.h"
+#include "pagedattn/resources.h"
+#include "pagedattn_testing/judge.h"
+#include "pagedattn_testing/run.h"
+#include "pagedattn_testing/uniform_case.h"
 
 using namespace pagedattn;
-using namespace pagedattn::test;
+using namespace pagedattn::testing;
+using pagedattn::test::reduce_bounds;
+using pagedattn::test::worst_ratio;
+namespace wrong = pagedattn::test::wrong;
 using json = nlohmann::json;
 
 namespace {
@@ -57,46 +63,37 @@ void native_sync() {
   if (!gpubench::dry) check(cudaDeviceSynchronize(), "kernel execution");
 }
 
-const char* kv_name(CacheFormat c) {
-  return c == CacheFormat::same ? "auto" : c == CacheFormat::fp8_e4m3 ? "fp8" : "fp8_e5m2";
-}
-
-// run_kernel (kernels/tests/reference.cpp) on the native executor: the same call, the
-// same poisoned outputs, V2's states copied back too.
-Outputs run_native(const Problem& p, Kernel kernel) {
-  const Config& c = p.c;
-  const std::int64_t S = p.seq_lens.size(), H = c.num_heads, D = c.head_size, B = c.block_size;
-  const DType cd = c.cache == CacheFormat::same ? c.scalar : DType::u8;
+// run_kernel (pagedattn_testing/run.h) on the native executor: the same call, the same
+// poisoned outputs, V2's states copied back too.
+Outputs run_native(const Case& c, Kernel kernel, const Options& opt) {
+  const std::int64_t S = c.num_seqs, H = c.num_heads, D = c.head_size;
   Outputs o;
-  o.out_bytes.assign(S * H * D * dtype_size(c.scalar), 0xff);
-  DevBuf out(o.out_bytes), q(p.query), kc(p.key_cache), vc(p.value_cache), bt(p.block_tables),
-      sl(p.seq_lens), al(p.alibi.empty() ? std::vector<float>(1) : p.alibi);
-  const auto out_v = TensorView::contiguous(out.ptr, c.scalar, {S, H, D});
-  const auto q_v = TensorView::contiguous(q.ptr, c.scalar, {S, H, D});
-  const auto k_v =
-      TensorView::contiguous(kc.ptr, cd, {p.num_blocks, c.num_kv_heads, D / p.x, B, p.x});
-  const auto v_v = TensorView::contiguous(vc.ptr, cd, {p.num_blocks, c.num_kv_heads, D, B});
-  const auto bt_v = TensorView::contiguous(bt.ptr, DType::i32, {S, p.max_blocks_per_seq});
-  const auto sl_v = TensorView::contiguous(sl.ptr, DType::i32, {S});
-  const auto al_v = c.alibi ? TensorView::contiguous(al.ptr, DType::f32, {H}) : TensorView{};
-  Options opt;
-  opt.partition_size = c.partition_size;
-  opt.numerics = c.numerics;
+  o.out_dtype = c.scalar;
+  o.out_bytes.assign(S * H * D * traits(c.scalar).size, 0xff);
+  DevBuf out(o.out_bytes), q(c.query), kc(c.key_cache), vc(c.value_cache), bt(c.block_tables),
+      sl(c.seq_lens), al(c.has_alibi() ? c.alibi_slopes : std::vector<float>(1));
+  AttentionCall call = c.call();
+  call.out = TensorView::contiguous(out.ptr, c.scalar, {S, H, D});
+  call.query.data = q.ptr;
+  call.key_cache.data = kc.ptr;
+  call.value_cache.data = vc.ptr;
+  call.block_tables.data = bt.ptr;
+  call.seq_lens.data = sl.ptr;
+  if (c.has_alibi()) call.alibi_slopes.data = al.ptr;
   if (kernel == Kernel::v1) {
-    paged_attention_v1(out_v, q_v, k_v, v_v, c.num_kv_heads, c.scale, bt_v, sl_v, B, p.max_seq_len,
-                       al_v, kv_name(c.cache), c.k_scale, c.v_scale, native_backend(), opt);
+    paged_attention(Kernel::v1, call, native_backend(), opt);
   } else {
-    const std::int64_t P = (p.max_seq_len + c.partition_size - 1) / c.partition_size;
-    const DType td = c.numerics == Numerics::exact_fp32 ? DType::f32 : c.scalar;
+    const std::int64_t P = max_num_partitions(c.max_seq_len, opt.partition_size);
+    o.num_partitions = static_cast<int>(P);
+    o.tmp_dtype = effective_choices(opt).partials_in_output_dtype ? c.scalar : DType::f32;
     o.exp_sums.assign(S * H * P, NAN);
     o.max_logits.assign(S * H * P, NAN);
-    o.tmp_out.assign(S * H * P * D * dtype_size(td), 0xff);
+    o.tmp_out.assign(S * H * P * D * traits(o.tmp_dtype).size, 0xff);
     DevBuf es(o.exp_sums), ml(o.max_logits), tmp(o.tmp_out);
-    paged_attention_v2(out_v, TensorView::contiguous(es.ptr, DType::f32, {S, H, P}),
-                       TensorView::contiguous(ml.ptr, DType::f32, {S, H, P}),
-                       TensorView::contiguous(tmp.ptr, td, {S, H, P, D}), q_v, k_v, v_v,
-                       c.num_kv_heads, c.scale, bt_v, sl_v, B, p.max_seq_len, al_v,
-                       kv_name(c.cache), c.k_scale, c.v_scale, native_backend(), opt);
+    call.exp_sums = TensorView::contiguous(es.ptr, DType::f32, {S, H, P});
+    call.max_logits = TensorView::contiguous(ml.ptr, DType::f32, {S, H, P});
+    call.tmp_out = TensorView::contiguous(tmp.ptr, o.tmp_dtype, {S, H, P, D});
+    paged_attention(Kernel::v2, call, native_backend(), opt);
     native_sync();
     es.to_host(o.exp_sums);
     ml.to_host(o.max_logits);
@@ -106,25 +103,22 @@ Outputs run_native(const Problem& p, Kernel kernel) {
   out.to_host(o.out_bytes);
   if (g_inject) o.out_bytes[0] ^= 1;  // one bit of element 0: every class must notice
   o.out.resize(S * H * D);
-  for (std::size_t i = 0; i < o.out.size(); ++i)
-    o.out[i] = decode_scalar(c.scalar, o.out_bytes.data(), i);
+  for (std::size_t i = 0; i < o.out.size(); ++i) o.out[i] = decode(c.scalar, o.out_bytes.data(), i);
   return o;
 }
 
 // Every token of each KV head gets token 0's key (block table slot 0 of sequence 0), in
-// the cache bytes and in the decoded copy the reference reads: all logits of a row equal.
-void make_keys_identical(Problem& p) {
-  const int D = p.c.head_size, B = p.c.block_size, KVH = p.c.num_kv_heads;
-  const std::size_t esz = p.key_cache.size() / p.k.size();
-  const int blk0 = p.block_tables[0];
-  for (int kvh = 0; kvh < KVH; ++kvh)
-    for (int blk = 0; blk < p.num_blocks; ++blk)
-      for (int slot = 0; slot < B; ++slot)
-        for (int d = 0; d < D; ++d) {
-          std::memcpy(&p.key_cache[k_index(p, blk, kvh, slot, d) * esz],
-                      &p.key_cache[k_index(p, blk0, kvh, 0, d) * esz], esz);
-          p.k[logical(p, blk, kvh, slot, d)] = p.k[logical(p, blk0, kvh, 0, d)];
-        }
+// the cache bytes (the case's only copy): all logits of a row equal.
+void make_keys_identical(Case& c) {
+  const KvLayout L = c.layout();
+  const std::size_t esz = traits(c.cache_element()).size;
+  const Block blk0{c.table(0, 0)};
+  for (int kvh = 0; kvh < c.num_kv_heads; ++kvh)
+    for (std::int64_t blk = 0; blk < c.num_blocks; ++blk)
+      for (int slot = 0; slot < c.block_size; ++slot)
+        for (int d = 0; d < c.head_size; ++d)
+          std::memcpy(&c.key_cache[L.key(Block{blk}, KvHead{kvh}, Slot{slot}, Dim{d}) * esz],
+                      &c.key_cache[L.key(blk0, KvHead{kvh}, Slot{0}, Dim{d}) * esz], esz);
 }
 
 double max_abs_diff(const std::vector<double>& a, const std::vector<double>& b) {
@@ -141,10 +135,15 @@ bool same_bytes(const std::vector<T>& a, const std::vector<T>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
 }
 
-// The short names the audit and the report use.
 const char* short_name(DType t) {
-  return t == DType::f32 ? "f32" : t == DType::f16 ? "f16" : "bf16";
+  return traits(t).short_name;
 }
+
+// One attention case: its inputs and the options of the call.
+struct Spec {
+  UniformSpec in;
+  Options opt;
+};
 
 struct Runner {
   json rows = json::array();
@@ -165,37 +164,39 @@ struct Runner {
   }
 
   // One attention case: native, emulated, reference; bitwise expected or not.
-  void attention(const std::string& cls, const std::string& name, Problem p, bool bitwise) {
-    if (bitwise) make_keys_identical(p);
-    const auto want = reference_attention(p);
+  void attention(const std::string& cls, const std::string& name, const Spec& spec, bool bitwise) {
+    Case input = uniform_case(spec.in);
+    if (bitwise) make_keys_identical(input);
+    const Judge judge(std::move(input));
+    const Case& c = judge.input();
+    const Options& opt = spec.opt;
     for (Kernel ver : {Kernel::v1, Kernel::v2}) {
       json row = {{"class", cls},
                   {"name", name},
                   {"kernel", ver == Kernel::v1 ? "v1" : "v2"},
-                  {"dtype", short_name(p.c.scalar)},
-                  {"cache", kv_name(p.c.cache)},
-                  {"head_size", p.c.head_size},
-                  {"block_size", p.c.block_size},
-                  {"partition_size", p.c.partition_size},
-                  {"seq_lens", p.c.seq_lens},
-                  {"numerics", p.c.numerics == Numerics::exact_fp32 ? "ours" : "vllm_compatible"}};
+                  {"dtype", short_name(c.scalar)},
+                  {"cache", kv_cache_dtype(c.cache)},
+                  {"head_size", c.head_size},
+                  {"block_size", c.block_size},
+                  {"partition_size", opt.partition_size},
+                  {"seq_lens", c.seq_lens},
+                  {"numerics", opt.numerics == Numerics::exact_fp32 ? "ours" : "vllm_compatible"}};
       try {
-        const auto bounds = error_bounds(p, ver);
-        const Outputs gpu = run_native(p, ver);
-        const Outputs emu = run_kernel(p, ver, kProfile);
-        const Comparison g = compare(p, gpu.out, want, bounds);
-        const Comparison e = compare(p, emu.out, want, bounds);
+        const Outputs gpu = run_native(c, ver, opt);
+        const Outputs emu = run_kernel(c, ver, kProfile, opt);
+        const Verdict g = judge.verdict(gpu.out, ver, opt, kProfile);
+        const Verdict e = judge.verdict(emu.out, ver, opt, kProfile);
         const bool same = gpu.out_bytes == emu.out_bytes &&
                           same_bytes(gpu.exp_sums, emu.exp_sums) &&
                           same_bytes(gpu.max_logits, emu.max_logits) && gpu.tmp_out == emu.tmp_out;
         row["bitwise"] = same;
         row["bitwise_expected"] = bitwise;
-        row["gpu_over_bound"] = g.worst_ratio;
-        row["emu_over_bound"] = e.worst_ratio;
+        row["gpu_over_bound"] = g.worst;
+        row["emu_over_bound"] = e.worst;
         row["max_abs_gpu_minus_emu"] = max_abs_diff(gpu.out, emu.out);
-        const bool pass = !g.any_nan && !e.any_nan && g.worst_ratio <= 1 && e.worst_ratio <= 1 &&
-                          (!bitwise || same);
-        if (!pass) row["detail"] = "gpu: " + g.worst + "; emu: " + e.worst;
+        // A NaN where the exact value is finite counts +inf (judge.h's err_over_bound).
+        const bool pass = g.worst <= 1 && e.worst <= 1 && (!bitwise || same);
+        if (!pass) row["detail"] = "gpu: " + g.where + "; emu: " + e.where;
         record(row, pass);
       } catch (const std::exception& ex) {
         row["detail"] = ex.what();
@@ -219,7 +220,7 @@ struct Runner {
     std::vector<std::int32_t> sl = {static_cast<std::int32_t>(len)};
     Options opt;
     opt.partition_size = Psize;
-    const std::size_t out_bytes = S * H * D * dtype_size(out_t);
+    const std::size_t out_bytes = S * H * D * traits(out_t).size;
     json row = {{"class", "reduce"},          {"name", name},    {"kernel", "reduce"},
                 {"dtype", short_name(out_t)}, {"partitions", P}, {"head_size", D}};
     try {
@@ -251,8 +252,8 @@ struct Runner {
           const auto bound = reduce_bounds(st);
           std::vector<double> g(D), e(D);
           for (int d = 0; d < D; ++d) {
-            g[d] = decode_scalar(out_t, gpu_out.data(), h * D + d);
-            e[d] = decode_scalar(out_t, emu_out.data(), h * D + d);
+            g[d] = decode(out_t, gpu_out.data(), h * D + d);
+            e[d] = decode(out_t, emu_out.data(), h * D + d);
           }
           g_ratio = std::max(g_ratio, worst_ratio(g, exact, bound));
           e_ratio = std::max(e_ratio, worst_ratio(e, exact, bound));
@@ -268,19 +269,19 @@ struct Runner {
   }
 };
 
-Config base(DType t, CacheFormat cache, int head, int block, std::vector<int> lens, int part) {
-  Config c;
-  c.scalar = t;
-  c.cache = cache;
-  c.head_size = head;
-  c.block_size = block;
-  c.num_heads = 4;
-  c.num_kv_heads = 2;
-  c.seq_lens = std::move(lens);
-  c.partition_size = part;
-  c.k_scale = 0.75;
-  c.v_scale = 1.5;
-  return c;
+Spec base(DType t, CacheFormat cache, int head, int block, std::vector<int> lens, int part) {
+  Spec k;
+  k.in.scalar = t;
+  k.in.cache = cache;
+  k.in.head_size = head;
+  k.in.block_size = block;
+  k.in.num_heads = 4;
+  k.in.num_kv_heads = 2;
+  k.in.seq_lens = std::move(lens);
+  k.in.k_scale = 0.75;
+  k.in.v_scale = 1.5;
+  k.opt.partition_size = part;
+  return k;
 }
 
 }  // namespace
@@ -353,17 +354,17 @@ int main(int argc, char** argv) {
           const CacheFormat cache = !fp8             ? CacheFormat::same
                                     : (n++ % 2 == 0) ? CacheFormat::fp8_e4m3
                                                      : CacheFormat::fp8_e5m2;
-          Config c = base(t, cache, h, b, lens, 256);
-          c.seed = 1000 + n;
+          Spec c = base(t, cache, h, b, lens, 256);
+          c.in.seed = 1000 + n;
           run.attention("bitwise",
-                        std::string(short_name(t)) + " " + kv_name(cache) + " h" +
+                        std::string(short_name(t)) + " " + kv_cache_dtype(cache) + " h" +
                             std::to_string(h) + " b" + std::to_string(b),
-                        make_problem(c), true);
+                        c, true);
         }
   {  // vLLM's numerics (rounded probabilities, epsilon, fp16 partials): same order too
-    Config c = base(DType::f16, CacheFormat::same, 128, 16, lens, 256);
-    c.numerics = Numerics::vllm_compatible;
-    run.attention("bitwise", "f16 auto h128 b16 vllm_compatible", make_problem(c), true);
+    Spec c = base(DType::f16, CacheFormat::same, 128, 16, lens, 256);
+    c.opt.numerics = Numerics::vllm_compatible;
+    run.attention("bitwise", "f16 auto h128 b16 vllm_compatible", c, true);
   }
   // Bound class: random inputs, exp in play. 8 heads over 2 KV heads, partition 512.
   struct B {
@@ -427,11 +428,11 @@ int main(int argc, char** argv) {
   };
   if (small) bound_cases = {bound_cases[0]};
   for (const B& k : bound_cases) {
-    Config c = base(k.t, k.cache, k.head, k.block, small ? std::vector<int>{1, 600} : k.lens, 512);
-    c.num_heads = 8;
-    c.alibi = k.alibi;
-    c.numerics = k.num;
-    run.attention("bound", k.name, make_problem(c), false);
+    Spec c = base(k.t, k.cache, k.head, k.block, small ? std::vector<int>{1, 600} : k.lens, 512);
+    c.in.num_heads = 8;
+    c.in.alibi = k.alibi;
+    c.opt.numerics = k.num;
+    run.attention("bound", k.name, c, false);
   }
   // Reduce class.
   for (DType t : {DType::f32, DType::f16, DType::bf16})
