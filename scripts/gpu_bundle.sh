@@ -157,7 +157,8 @@ rm -rf "$out"
 mkdir -p "$out"
 tar -C "$stage" -czf "$out/payload.tar.gz" .
 cp "$root/gpu_bench/bundle/run.sh" "$out/run.sh"
-cp "$root/gpu_bench/bundle/README.md" "$out/README.md"
+readme=gpu_bench/bundle/README.md  # the bundle's README, as its own top file
+cp "$root/$readme" "$out/${readme##*/}"
 chmod +x "$out/run.sh"
 /usr/bin/python3 - "$stage" "$out" "$commit" "$dirty" "$nvcc_v" "$archs" \
   "$(sed -n 's/^CMAKE_BUILD_TYPE:[A-Z]*=//p' "$build/CMakeCache.txt")" <<'EOF'
