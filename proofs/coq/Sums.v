@@ -46,6 +46,9 @@ Proof. intros f g n. induction n; simpl; [ring|]. rewrite IHn. ring. Qed.
 Lemma sumn_scal : forall c f n, sumn (fun i => c * f i) n = c * sumn f n.
 Proof. intros c f n. induction n; simpl; [ring|]. rewrite IHn. ring. Qed.
 
+Lemma sumn_minus : forall f g n, sumn (fun i => f i - g i) n = sumn f n - sumn g n.
+Proof. intros f g n. induction n; simpl; [ring|]. rewrite IHn. ring. Qed.
+
 Lemma sumn_le : forall f g n, (forall i, (i < n)%nat -> f i <= g i) -> sumn f n <= sumn g n.
 Proof.
   intros f g n H. induction n; simpl; [lra|].
