@@ -130,13 +130,14 @@ Variables (K Z Tm V y A ST SA : R).
 Hypothesis Hp : forall i j, (i < P)%nat -> (j < L i)%nat -> 0 <= p i j.
 Hypothesis Hsum : sum2 P L p = 1.
 Hypothesis Hy : y = sum2 P L (fun i j => p i j * v i j).
-Hypothesis HA : A = sum2 P L (fun i j => p i j * Rabs (v i j)).
+Hypothesis HA : sum2 P L (fun i j => p i j * Rabs (v i j)) <= A.
 Hypothesis HK : 0 < K.
 Hypothesis HW : forall i j, (i < P)%nat -> (j < L i)%nat ->
   W i j = K * p i j * (1 + tau i j) + z i j.
 Hypothesis HWp : forall i j, (i < P)%nat -> (j < L i)%nat -> 0 <= W i j.
 Hypothesis Htau : forall i j, (i < P)%nat -> (j < L i)%nat -> Rabs (tau i j) <= T i j.
 Hypothesis HTm : forall i j, (i < P)%nat -> (j < L i)%nat -> T i j <= Tm.
+Hypothesis HTm0 : 0 <= Tm.
 Hypothesis Hz : forall i j, (i < P)%nat -> (j < L i)%nat -> Rabs (z i j) <= Z.
 Hypothesis HV : forall i j, (i < P)%nat -> (j < L i)%nat -> Rabs (v i j) <= V.
 Hypothesis HST : sum2 P L (fun i j => p i j * T i j) <= ST.
@@ -225,22 +226,24 @@ Proof.
   pose proof sw_lower as Lo. pose proof sw_pos as Pos.
   assert (Ub : sum2 P L (fun i j => W i j * Rabs (v i j))
                <= K * (A * (1 + Tm)) + Z * sum2 P L (fun i j => Rabs (v i j))).
-  { replace (K * (A * (1 + Tm)) + Z * sum2 P L (fun i j => Rabs (v i j)))
-      with (sum2 P L (fun i j => K * (p i j * Rabs (v i j) * (1 + Tm)) + Z * Rabs (v i j))).
-    2: { rewrite (sum2_ext _ _ _ (fun i j => (K * (1 + Tm)) * (p i j * Rabs (v i j)) + Z * Rabs (v i j)))
-           by (intros; ring).
-         rewrite sum2_plus, !sum2_scal, <- HA. ring. }
-    apply sum2_le. intros i j Hi Hj. rewrite HW by assumption.
-    pose proof (Rabs_pos (v i j)). pose proof (Hp i j Hi Hj).
-    pose proof (Htau i j Hi Hj). pose proof (HTm i j Hi Hj). pose proof (Hz i j Hi Hj).
-    apply Rabs_le_inv in H1. apply Rabs_le_inv in H3.
-    assert (p i j * (1 + tau i j) <= p i j * (1 + Tm)) by (apply Rmult_le_compat_l; lra).
-    assert (K * p i j * (1 + tau i j) * Rabs (v i j) <= K * (p i j * Rabs (v i j) * (1 + Tm))).
-    { replace (K * p i j * (1 + tau i j) * Rabs (v i j)) with (K * (p i j * (1 + tau i j)) * Rabs (v i j)) by ring.
-      replace (K * (p i j * Rabs (v i j) * (1 + Tm))) with (K * (p i j * (1 + Tm)) * Rabs (v i j)) by ring.
-      apply Rmult_le_compat_r; [lra|]. apply Rmult_le_compat_l; lra. }
-    assert (z i j * Rabs (v i j) <= Z * Rabs (v i j)) by (apply Rmult_le_compat_r; lra).
-    lra. }
+  { apply Rle_trans with (sum2 P L (fun i j => K * (p i j * Rabs (v i j) * (1 + Tm)) + Z * Rabs (v i j))).
+    - apply sum2_le. intros i j Hi Hj. rewrite HW by assumption.
+      pose proof (Rabs_pos (v i j)). pose proof (Hp i j Hi Hj).
+      pose proof (Htau i j Hi Hj). pose proof (HTm i j Hi Hj). pose proof (Hz i j Hi Hj).
+      apply Rabs_le_inv in H1. apply Rabs_le_inv in H3.
+      assert (p i j * (1 + tau i j) <= p i j * (1 + Tm)) by (apply Rmult_le_compat_l; lra).
+      assert (K * p i j * (1 + tau i j) * Rabs (v i j) <= K * (p i j * Rabs (v i j) * (1 + Tm))).
+      { replace (K * p i j * (1 + tau i j) * Rabs (v i j)) with (K * (p i j * (1 + tau i j)) * Rabs (v i j)) by ring.
+        replace (K * (p i j * Rabs (v i j) * (1 + Tm))) with (K * (p i j * (1 + Tm)) * Rabs (v i j)) by ring.
+        apply Rmult_le_compat_r; [lra|]. apply Rmult_le_compat_l; lra. }
+      assert (z i j * Rabs (v i j) <= Z * Rabs (v i j)) by (apply Rmult_le_compat_r; lra).
+      lra.
+    - rewrite (sum2_ext _ _ _ (fun i j => (K * (1 + Tm)) * (p i j * Rabs (v i j)) + Z * Rabs (v i j)))
+        by (intros; ring).
+      rewrite sum2_plus, !sum2_scal.
+      assert (K * (1 + Tm) * sum2 P L (fun i j => p i j * Rabs (v i j)) <= K * (1 + Tm) * A)
+        by (apply Rmult_le_compat_l; [apply Rmult_le_pos; lra|exact HA]).
+      lra. }
   assert (Nn : 0 <= sum2 P L (fun i j => W i j * Rabs (v i j))).
   { apply sum2_nonneg. intros i j Hi Hj. apply Rmult_le_pos; [apply HWp; auto|apply Rabs_pos]. }
   apply Rle_trans with ((K * (A * (1 + Tm)) + Z * sum2 P L (fun i j => Rabs (v i j))) * / (K * d0)).

@@ -299,38 +299,44 @@ Proof.
   unfold rp, zp. nra.
 Qed.
 
-Lemma part_vllm_gen : forall (sc : sfmt) (pp w : nat -> R) t kap rw zw h smin emax abst,
+Lemma part_vllm_gen : forall (sc : sfmt) (pp w : nat -> R) t kap rw zw h smin emax abst Lb gsb,
   (forall j, (j < L)%nat -> pp j = cvt sc (rnd (e j * inv_eps (shat g L e)))) ->
   lok t -> xv t = sumn (fun j => pp j * w j) L -> mv t = sumn (fun j => Rabs (pp j * w j)) L ->
   (ht t <= h)%nat -> (nf t <= L)%nat -> 0 < kap -> 0 <= rw -> 0 <= zw -> 0 <= V ->
+  (L <= Lb)%nat -> Sums.g hs <= gsb ->
   kap * INR L * eta * (1 + u) ^ h <= abst ->
   (forall j, (j < L)%nat -> Rabs (kap * w j - v j) <= rw * Rabs (v j) + zw) ->
   0 < smin -> smin <= shat g L e -> eps32 / smin < 1 -> thv smin < 1 ->
-  (forall j, (j < L)%nat -> e j <= emax) ->
+  (forall j, (j < L)%nat -> e j <= emax) -> 0 <= emax ->
   PartRes (kap * cv t) (shat g L e) L e v
-    (aN_v sc h smin (smax L (Sums.g hs) emax) rw)
-    (bN_v sc h L (Sums.g hs) smin (smax L (Sums.g hs) emax) rw zw V) 0
-    (thv smin) (ze_v sc L emax rw zw V abst).
+    (aN_v sc h smin (smax Lb gsb emax) rw)
+    (bN_v sc h Lb gsb smin (smax Lb gsb emax) rw zw V) 0
+    (thv smin) (ze_v sc Lb emax rw zw V abst).
 Proof.
-  intros sc pp w t kap rw zw h smin emax abst Hpp Lt Xt Mt Ht Nt Pk Prw Pzw PV Hat Hw Psm Hsm Heps Hth Hem.
+  intros sc pp w t kap rw zw h smin emax abst Lb gsb Hpp Lt Xt Mt Ht Nt Pk Prw Pzw PV HLb Hgsb Hat Hw
+    Psm Hsm Heps Hth Hem Pemax.
+  pose proof (le_INR _ _ HLb) as HLbR.
   pose proof u_pos. pose proof eta_pos. pose proof (us_nonneg sc). pose proof (etas_nonneg sc).
   pose proof (rp_nonneg sc) as Prp. pose proof (zp_nonneg sc) as Pzp.
   set (sh := shat g L e) in *.
   assert (Psh : 0 < sh) by lra.
   assert (Fsh : fmtb sh) by apply shat_fmtb.
   assert (Pe : forall j, (j < L)%nat -> 0 <= e j) by (intros; apply He; auto).
-  set (gs := Sums.g hs). set (smx := smax L gs emax).
+  set (gs := gsb). set (smx := smax Lb gs emax).
   set (SE := sumn e L). set (SEv := sumn (fun j => e j * Rabs (v j)) L).
   assert (PSE : 0 <= SE) by apply sum_e_nonneg.
   assert (PSEv : 0 <= SEv)
     by (apply sumn_nonneg; intros; apply Rmult_le_pos; [apply Pe; auto|apply Rabs_pos]).
-  assert (Hgs : 0 <= gs) by apply g_nonneg.
-  assert (Sh1 : Rabs (sh - SE) <= gs * SE) by apply shat_err.
-  assert (SEmax : SE <= INR L * emax).
-  { unfold SE. apply sumn_le_max. intros. apply Hem; auto. }
+  assert (Hgs : 0 <= gs) by (unfold gs; pose proof (g_nonneg hs); lra).
+  assert (Sh1 : Rabs (sh - SE) <= gs * SE).
+  { eapply Rle_trans; [apply shat_err|]. apply Rmult_le_compat_r; [exact PSE|exact Hgsb]. }
+  assert (PL : 0 <= INR L) by apply pos_INR.
+  assert (SEmax : SE <= INR Lb * emax).
+  { unfold SE. eapply Rle_trans; [apply sumn_le_max; intros; apply Hem; auto|].
+    apply Rmult_le_compat_r; [exact Pemax|exact HLbR]. }
   assert (Shle : sh <= (1 + gs) * SE) by (apply Rabs_le_inv in Sh1; lra).
   assert (Shmax : sh <= smx).
-  { unfold smx, smax. assert ((1 + gs) * SE <= (1 + gs) * (INR L * emax)) by (apply Rmult_le_compat_l; lra). lra. }
+  { unfold smx, smax. assert ((1 + gs) * SE <= (1 + gs) * (INR Lb * emax)) by (apply Rmult_le_compat_l; lra). lra. }
   pose proof (thv_nonneg smin Psm Heps) as Pthv.
   set (Vv := vv_max rw zw V).
   set (W' := fun j => kap * w j).
@@ -404,7 +410,7 @@ Proof.
   destruct (split_abs Et (Sums.g h * SPW) abst PgS Pabst HEt)
     as [Er [Ea [EEt [HEr HEa]]]].
   set (SR := sumn (fun j => r j * W' j) L).
-  assert (HSR : Rabs SR <= rp sc * Rabs iv * SEW + zp sc * INR L * Vv).
+  assert (HSR : Rabs SR <= rp sc * Rabs iv * SEW + zp sc * INR Lb * Vv).
   { eapply Rle_trans; [apply sumn_abs|].
     apply Rle_trans with (sumn (fun j => rp sc * Rabs iv * (e j * Rabs (W' j)) + zp sc * Vv) L).
     - apply sumn_le. intros j Hj. rewrite Rabs_mult. pose proof (Hr j Hj). pose proof (HW' j Hj).
@@ -413,9 +419,11 @@ Proof.
         by (apply Rmult_le_compat_r; lra).
       assert (zp sc * Rabs (W' j) <= zp sc * Vv) by (apply Rmult_le_compat_l; lra).
       nra.
-    - rewrite sumn_plus, sumn_scal, sumn_const. unfold SEW. lra. }
+    - rewrite sumn_plus, sumn_scal, sumn_const. unfold SEW.
+      assert (INR L * (zp sc * Vv) <= INR Lb * (zp sc * Vv)) by (apply Rmult_le_compat_r; [nra|lra]).
+      lra. }
   assert (PRv : 0 <= rp sc * Rabs iv * SEW) by (apply Rmult_le_pos; [apply Rmult_le_pos; [lra|apply Rabs_pos]|lra]).
-  assert (PZv : 0 <= zp sc * INR L * Vv) by (apply Rmult_le_pos; [apply Rmult_le_pos; [lra|apply pos_INR]|lra]).
+  assert (PZv : 0 <= zp sc * INR Lb * Vv) by (apply Rmult_le_pos; [apply Rmult_le_pos; [lra|apply pos_INR]|lra]).
   destruct (split_abs SR _ _ PRv PZv HSR) as [R1 [R2 [ESR [HR1 HR2]]]].
   set (SW := sumn (fun j => e j * W' j) L).
   exists (SW + sh * (R1 + Er) / (1 + th)), th, (e2 * SW + R2 + Ea).
@@ -435,7 +443,7 @@ Proof.
       assert (rp sc * (sh * Rabs iv) * SEW <= rp sc * (1 + thv smin + smx * eta) * SEW)
         by (apply Rmult_le_compat_r; [lra|apply Rmult_le_compat_l; lra]).
       lra. }
-    assert (SPWb : sh * SPW <= (1 + thv smin + smx * eta) * (1 + rp sc) * SEW + (1 + gs) * SE * zp sc * INR L * Vv).
+    assert (SPWb : sh * SPW <= (1 + thv smin + smx * eta) * (1 + rp sc) * SEW + (1 + gs) * SE * zp sc * INR Lb * Vv).
     { unfold SPW. rewrite <- sumn_scal.
       apply Rle_trans with (sumn (fun j => (1 + thv smin + smx * eta) * (1 + rp sc) * (e j * Rabs (W' j))
                                           + sh * zp sc * Vv) L).
@@ -455,17 +463,20 @@ Proof.
         assert (sh * zp sc * Rabs (W' j) <= sh * zp sc * Vv) by (apply Rmult_le_compat_l; nra).
         nra.
       - rewrite sumn_plus, sumn_scal, sumn_const. fold SEW.
-        assert (INR L * (sh * zp sc * Vv) <= (1 + gs) * SE * zp sc * INR L * Vv).
-        { replace (INR L * (sh * zp sc * Vv)) with (sh * (zp sc * INR L * Vv)) by ring.
-          replace ((1 + gs) * SE * zp sc * INR L * Vv) with ((1 + gs) * SE * (zp sc * INR L * Vv)) by ring.
-          apply Rmult_le_compat_r; [nra|lra]. }
+        assert (INR L * (sh * zp sc * Vv) <= (1 + gs) * SE * zp sc * INR Lb * Vv).
+        { assert (INR L * (sh * zp sc * Vv) <= INR Lb * (sh * zp sc * Vv))
+            by (apply Rmult_le_compat_r; [apply Rmult_le_pos; [apply Rmult_le_pos|]; lra|lra]).
+          apply Rle_trans with (INR Lb * (sh * zp sc * Vv)); [lra|].
+          replace (INR Lb * (sh * zp sc * Vv)) with (sh * (zp sc * INR Lb * Vv)) by ring.
+          replace ((1 + gs) * SE * zp sc * INR Lb * Vv) with ((1 + gs) * SE * (zp sc * INR Lb * Vv)) by ring.
+          apply Rmult_le_compat_r; [apply Rmult_le_pos; [apply Rmult_le_pos|]; lra|lra]. }
         lra. }
     assert (A3 : sh * Rabs Er <= Sums.g h * ((1 + thv smin + smx * eta) * (1 + rp sc) * SEW
-                                            + (1 + gs) * SE * zp sc * INR L * Vv)).
+                                            + (1 + gs) * SE * zp sc * INR Lb * Vv)).
     { assert (sh * Rabs Er <= sh * (Sums.g h * SPW)) by (apply Rmult_le_compat_l; lra).
       assert (sh * (Sums.g h * SPW) = Sums.g h * (sh * SPW)) by ring.
       assert (Sums.g h * (sh * SPW) <= Sums.g h * ((1 + thv smin + smx * eta) * (1 + rp sc) * SEW
-                                                  + (1 + gs) * SE * zp sc * INR L * Vv))
+                                                  + (1 + gs) * SE * zp sc * INR Lb * Vv))
         by (apply Rmult_le_compat_l; lra).
       lra. }
     replace (SW + sh * (R1 + Er) / (1 + th) - sumn (fun j => e j * v j) L)
@@ -484,10 +495,10 @@ Proof.
     assert (Pd : 0 < 1 - thv smin) by lra.
     assert (N1 : (sh * Rabs R1 + sh * Rabs Er) / (1 - thv smin)
                  <= K1v sc h smin smx * SEW
-                    + Sums.g h * (1 + gs) * zp sc * INR L * Vv / (1 - thv smin) * SE).
+                    + Sums.g h * (1 + gs) * zp sc * INR Lb * Vv / (1 - thv smin) * SE).
     { unfold K1v.
       apply Rle_trans with ((rp sc * (1 + thv smin + smx * eta) * SEW
-          + Sums.g h * ((1 + thv smin + smx * eta) * (1 + rp sc) * SEW + (1 + gs) * SE * zp sc * INR L * Vv))
+          + Sums.g h * ((1 + thv smin + smx * eta) * (1 + rp sc) * SEW + (1 + gs) * SE * zp sc * INR Lb * Vv))
           / (1 - thv smin)).
       - unfold Rdiv. apply Rmult_le_compat_r; [left; apply Rinv_0_lt_compat; lra|lra].
       - right. field. lra. }
@@ -503,7 +514,7 @@ Proof.
     rewrite ESR, Einv. field. split; lra.
   - (* the absolute part *)
     unfold ze_v. fold Vv.
-    assert (Rabs (e2 * SW) <= eta * (Vv * (INR L * emax))).
+    assert (Rabs (e2 * SW) <= eta * (Vv * (INR Lb * emax))).
     { rewrite Rabs_mult. apply Rmult_le_compat; auto using Rabs_pos.
       unfold SW. eapply Rle_trans; [apply sumn_abs|].
       apply Rle_trans with SEW.
