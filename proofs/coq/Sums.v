@@ -95,6 +95,15 @@ Proof.
   - rewrite IH, <- sumn_plus. reflexivity.
 Qed.
 
+Lemma sumn_ge_term : forall f n k, (k < n)%nat -> (forall i, (i < n)%nat -> 0 <= f i) ->
+  f k <= sumn f n.
+Proof.
+  intros f n. induction n as [|n IH]; intros k Hk Hf; [lia|]. simpl.
+  destruct (Nat.eq_dec k n) as [->|N].
+  - pose proof (sumn_nonneg f n ltac:(intros; apply Hf; lia)). lra.
+  - pose proof (Hf n ltac:(lia)). pose proof (IH k ltac:(lia) ltac:(intros; apply Hf; lia)). lra.
+Qed.
+
 Lemma sumn_le_max : forall f n M, (forall i, (i < n)%nat -> f i <= M) ->
   sumn f n <= INR n * M.
 Proof. intros f n M H. rewrite <- sumn_const. apply sumn_le. exact H. Qed.
