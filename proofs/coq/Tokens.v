@@ -357,6 +357,17 @@ Proof.
       split; [lra|]. split; [lra|]. repeat apply Rmult_le_pos; lra.
 Qed.
 
+Lemma pcU_nonneg : 0 <= pc_aN (b_pcU c rw) /\ 0 <= pc_bN (b_pcU c rw) /\ 0 <= pc_eN (b_pcU c rw).
+Proof.
+  destruct (pcs_nonneg false) as [A1 [B1 C1]]. destruct (pcs_nonneg true) as [A2 [B2 C2]].
+  fold (b_pcF c rw) in A1, B1, C1. fold (b_pcR0 c rw) in A2, B2, C2.
+  unfold b_pcU. destruct (b_pre c rw); [auto|].
+  unfold pc_max. simpl.
+  split; [apply Rle_trans with (pc_aN (b_pcF c rw)); [exact A1|apply Rmax_l]|].
+  split; [apply Rle_trans with (pc_bN (b_pcF c rw)); [exact B1|apply Rmax_l]|].
+  apply Rle_trans with (pc_eN (b_pcF c rw)); [exact C1|apply Rmax_l].
+Qed.
+
 (** V2 with a scalar cache: the rare path's saturated partial, with th_sat. *)
 Lemma part_U_sat : forall p, (p < P)%nat -> k_v2 c = true ->
   PartRes (part_o g nm (k_vs c) (Lp p) (ee p) (vr p) (rare p)) (sh p) (Lp p) (ee p) (vv p)
