@@ -86,7 +86,8 @@ Proof.
   assert (SP' : Rabs (sum2 P L (fun i j => W i j * v i j) / SW - y) <= Esm).
   { eapply Rle_trans; [exact SP|]. unfold Esm. unfold Rdiv.
     apply Rmult_le_compat.
-    - pose proof (sum2_nonneg P L (fun i j => Rabs (v i j - y)) ltac:(intros; apply Rabs_pos)). nra.
+    - pose proof (sum2_nonneg P L (fun i j => Rabs (v i j - y)) ltac:(intros; apply Rabs_pos)).
+      assert (0 <= Z / K * sum2 P L (fun i j => Rabs (v i j - y))) by (apply Rmult_le_pos; lra). lra.
     - left. apply Rinv_0_lt_compat. lra.
     - assert (Z / K * sum2 P L (fun i j => Rabs (v i j - y)) <= Z * exp Xi * (n * (2 * V))).
       { apply Rmult_le_compat; try lra; [apply sum2_nonneg; intros; apply Rabs_pos]. }
@@ -98,7 +99,8 @@ Proof.
   { eapply Rle_trans; [exact SM|]. unfold Aq. unfold Rdiv.
     apply Rmult_le_compat.
     - pose proof (sum2_nonneg P L (fun i j => Rabs (v i j)) ltac:(intros; apply Rabs_pos)).
-      assert (0 <= A * (1 + Tm)) by nra. nra.
+      assert (0 <= A * (1 + Tm)) by (apply Rmult_le_pos; lra).
+      assert (0 <= Z / K * sum2 P L (fun i j => Rabs (v i j))) by (apply Rmult_le_pos; lra). lra.
     - left. apply Rinv_0_lt_compat. lra.
     - assert (Z / K * sum2 P L (fun i j => Rabs (v i j)) <= Z * exp Xi * (n * V)).
       { apply Rmult_le_compat; try lra; [apply sum2_nonneg; intros; apply Rabs_pos]. }
@@ -106,7 +108,7 @@ Proof.
     - apply Rinv_le_contravar; lra. }
   (* lemma 5.5 *)
   set (SWmin := exp (- Xi) * d0).
-  assert (PSWm : 0 < SWmin) by (unfold SWmin; pose proof (exp_pos (- Xi)); nra).
+  assert (PSWm : 0 < SWmin) by (unfold SWmin; apply Rmult_lt_0_compat; [apply exp_pos|exact Pd0]).
   assert (HSWm : SWmin <= SW).
   { unfold SWmin. assert (exp (- Xi) * d0 <= K * d0c).
     { apply Rmult_le_compat; try lra. left. apply exp_pos. }

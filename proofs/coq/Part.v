@@ -398,10 +398,13 @@ Proof.
     assert (Sums.g (ht t) * (kap * mv t) <= Sums.g h * SPW)
       by (rewrite KM; apply Rmult_le_compat_r; lra).
     assert (INR (nf t) * eta * (1 + u) ^ ht t <= INR L * eta * (1 + u) ^ h).
-    { apply Rmult_le_compat; [nra|lra| |exact Pm]. apply Rmult_le_compat_r; lra. }
+    { apply Rmult_le_compat; [apply Rmult_le_pos; [apply pos_INR|lra]|lra| |exact Pm]. apply Rmult_le_compat_r; lra. }
     assert (kap * (INR (nf t) * eta * (1 + u) ^ ht t) <= kap * (INR L * eta * (1 + u) ^ h))
       by (apply Rmult_le_compat_l; lra).
-    nra. }
+    assert (kap * (Sums.g (ht t) * mv t + INR (nf t) * eta * (1 + u) ^ ht t)
+            = Sums.g (ht t) * (kap * mv t) + kap * (INR (nf t) * eta * (1 + u) ^ ht t)) by ring.
+    assert (kap * (INR L * eta * (1 + u) ^ h) = kap * INR L * eta * (1 + u) ^ h) by ring.
+    lra. }
   assert (PSg : 0 <= Sums.g h) by apply g_nonneg.
   assert (Pabst : 0 <= abst).
   { eapply Rle_trans; [|exact Hat]. pose proof (pow1u_ge1 h). pose proof (pos_INR L).
@@ -418,9 +421,11 @@ Proof.
       assert (Rabs (r j) * Rabs (W' j) <= (rp sc * (e j * Rabs iv) + zp sc) * Rabs (W' j))
         by (apply Rmult_le_compat_r; lra).
       assert (zp sc * Rabs (W' j) <= zp sc * Vv) by (apply Rmult_le_compat_l; lra).
-      nra.
+      assert ((rp sc * (e j * Rabs iv) + zp sc) * Rabs (W' j)
+              = rp sc * Rabs iv * (e j * Rabs (W' j)) + zp sc * Rabs (W' j)) by ring.
+      lra.
     - rewrite sumn_plus, sumn_scal, sumn_const. unfold SEW.
-      assert (INR L * (zp sc * Vv) <= INR Lb * (zp sc * Vv)) by (apply Rmult_le_compat_r; [nra|lra]).
+      assert (INR L * (zp sc * Vv) <= INR Lb * (zp sc * Vv)) by (apply Rmult_le_compat_r; [apply Rmult_le_pos; lra|lra]).
       lra. }
   assert (PRv : 0 <= rp sc * Rabs iv * SEW) by (apply Rmult_le_pos; [apply Rmult_le_pos; [lra|apply Rabs_pos]|lra]).
   assert (PZv : 0 <= zp sc * INR Lb * Vv) by (apply Rmult_le_pos; [apply Rmult_le_pos; [lra|apply pos_INR]|lra]).
@@ -456,12 +461,15 @@ Proof.
         { assert (sh * Rabs (pp j) <= sh * ((1 + rp sc) * (e j * Rabs iv) + zp sc)) by (apply Rmult_le_compat_l; lra).
           lra. }
         assert ((1 + rp sc) * e j * (sh * Rabs iv) <= (1 + rp sc) * e j * (1 + thv smin + smx * eta))
-          by (apply Rmult_le_compat_l; [nra|lra]).
+          by (apply Rmult_le_compat_l; [apply Rmult_le_pos; lra|lra]).
         assert (sh * (Rabs (pp j) * Rabs (W' j))
                 <= ((1 + rp sc) * e j * (1 + thv smin + smx * eta) + sh * zp sc) * Rabs (W' j)).
         { rewrite <- Rmult_assoc. apply Rmult_le_compat_r; lra. }
-        assert (sh * zp sc * Rabs (W' j) <= sh * zp sc * Vv) by (apply Rmult_le_compat_l; nra).
-        nra.
+        assert (sh * zp sc * Rabs (W' j) <= sh * zp sc * Vv)
+          by (apply Rmult_le_compat_l; [apply Rmult_le_pos; lra|apply HW'; exact Hj]).
+        assert (((1 + rp sc) * e j * (1 + thv smin + smx * eta) + sh * zp sc) * Rabs (W' j)
+                = (1 + thv smin + smx * eta) * (1 + rp sc) * (e j * Rabs (W' j)) + sh * zp sc * Rabs (W' j)) by ring.
+        lra.
       - rewrite sumn_plus, sumn_scal, sumn_const. fold SEW.
         assert (INR L * (sh * zp sc * Vv) <= (1 + gs) * SE * zp sc * INR Lb * Vv).
         { assert (INR L * (sh * zp sc * Vv) <= INR Lb * (sh * zp sc * Vv))
@@ -489,7 +497,8 @@ Proof.
       assert (/ (1 + th) <= / (1 - thv smin)) by (apply Rinv_le_contravar; lra).
       assert (Rabs (R1 + Er) <= Rabs R1 + Rabs Er) by apply Rabs_triang.
       assert (0 <= / (1 + th)) by (left; apply Rinv_0_lt_compat; lra).
-      assert (sh * Rabs (R1 + Er) <= sh * Rabs R1 + sh * Rabs Er) by nra.
+      assert (sh * Rabs (R1 + Er) <= sh * Rabs R1 + sh * Rabs Er).
+      { apply Rle_trans with (sh * (Rabs R1 + Rabs Er)); [apply Rmult_le_compat_l; lra|right; ring]. }
       apply Rmult_le_compat; [apply Rmult_le_pos; [lra|apply Rabs_pos]|lra|lra|lra]. }
     eapply Rle_trans; [apply Rplus_le_compat; [exact A1|exact Q]|].
     assert (Pd : 0 < 1 - thv smin) by lra.
@@ -504,7 +513,9 @@ Proof.
       - right. field. lra. }
     assert (N2 : K1v sc h smin smx * SEW <= K1v sc h smin smx * ((1 + rw) * SEv + zw * SE)).
     { apply Rmult_le_compat_l; [|exact SEWb]. unfold K1v.
-      apply Rmult_le_pos; [apply Rmult_le_pos; [nra|nra]|left; apply Rinv_0_lt_compat; lra]. }
+      assert (0 <= smx * eta) by (apply Rmult_le_pos; lra).
+      assert (0 <= Sums.g h * (1 + rp sc)) by (apply Rmult_le_pos; lra).
+      apply Rmult_le_pos; [apply Rmult_le_pos; lra|left; apply Rinv_0_lt_compat; lra]. }
     unfold aN_v, bN_v. fold smx gs Vv SEv SE. lra.
   - (* the output *)
     assert (E1 : kap * cv t = sumn (fun j => pp j * W' j) L + (Er + Ea)) by (unfold Et in EEt; lra).
@@ -521,7 +532,7 @@ Proof.
       - apply sumn_le. intros j Hj. rewrite Rabs_mult, (Rabs_pos_eq (e j)) by (apply Pe; auto). lra.
       - eapply Rle_trans; [exact SEWv|]. apply Rmult_le_compat_l; lra. }
     eapply Rle_trans; [apply Rabs_triang|]. eapply Rle_trans; [apply Rplus_le_compat_r, Rabs_triang|].
-    nra.
+    unfold vv_max in *. fold Vv. lra.
 Qed.
 
 End Part.

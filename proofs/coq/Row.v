@@ -247,7 +247,7 @@ Proof.
         by (unfold Rminus; rewrite exp_plus; ring).
       apply Rmult_le_compat_l; [left; apply exp_pos|]. unfold Zs.
       apply (sum2_ge_term P Lp (fun p j => exp (xx p j)) p0 j0 Hp0 Hj0). intros; left; apply exp_pos. }
-  assert (PK' : 0 < K) by (unfold K; pose proof (exp_pos (- M)); nra).
+  assert (PK' : 0 < K) by (unfold K; apply Rmult_lt_0_compat; [apply exp_pos|exact PZs]).
   set (tau := fun p j => tauf (W p j) (exp (xx p j - M)) (TT p j)).
   set (z := fun p j => zf (W p j) (exp (xx p j - M)) (TT p j)).
   assert (Qn : forall p j, 0 <= QQ p j).
@@ -256,7 +256,11 @@ Proof.
   assert (PTA : forall p j, (p < P)%nat -> (j < Lp p)%nat -> 0 <= TA p j).
   { intros p j Hp Hj. destruct (Hall p j Hp Hj) as [_ [_ [_ [Hx _]]]]. unfold TA.
     pose proof (Qn p j). pose proof (Rabs_pos (xx p j)). pose proof u_pos.
-    apply Rmult_le_pos; [lra|]. nra. }
+    apply Rmult_le_pos; [lra|].
+    assert (0 <= b_cqk c * QQ p j) by (apply Rmult_le_pos; lra).
+    assert (0 <= u * Rabs (xx p j)) by (apply Rmult_le_pos; lra).
+    assert (0 <= b_cgap c rw * (xm - xx p j)) by (apply Rmult_le_pos; lra).
+    lra. }
   assert (PTT : forall p j, (p < P)%nat -> (j < Lp p)%nat -> 0 <= TT p j).
   { intros p j Hp Hj. unfold TT. apply Rmin_glb; [apply PTA; auto|exact PTm]. }
   assert (SF : forall p j, (p < P)%nat -> (j < Lp p)%nat ->

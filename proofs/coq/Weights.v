@@ -156,12 +156,12 @@ Proof.
   assert (HEm1 : Rabs eps <= Em).
   { unfold Em, Emax. assert (beta * (1 + u) * (m - xh) <= beta * tmax * (1 + u)).
     { replace (beta * tmax * (1 + u)) with (beta * (1 + u) * tmax) by ring.
-      apply Rmult_le_compat_l; [nra|lra]. }
+      apply Rmult_le_compat_l; [apply Rmult_le_pos; lra|lra]. }
     lra. }
   assert (HEm2 : Rabs epsp <= Em).
   { unfold Em, Emax. assert (beta * (1 + u) * (M - m) <= beta * tmax * (1 + u)).
     { replace (beta * tmax * (1 + u)) with (beta * (1 + u) * tmax) by ring.
-      apply Rmult_le_compat_l; [nra|lra]. }
+      apply Rmult_le_compat_l; [apply Rmult_le_pos; lra|lra]. }
     lra. }
   assert (PEm : 0 <= Em) by (pose proof (Rabs_pos eps); lra).
   (* the decomposition *)
@@ -199,7 +199,9 @@ Proof.
       { replace ((1 + epsp) * (1 + eps) - 1) with (epsp + eps + epsp * eps) by ring.
         eapply Rle_trans; [apply Rabs_triang|].
         eapply Rle_trans; [apply Rplus_le_compat_r, Rabs_triang|]. rewrite Rabs_mult.
-        fold a b. assert (a * b <= Em * b) by (apply Rmult_le_compat_r; lra). nra. }
+        fold a b. assert (a * b <= Em * b) by (apply Rmult_le_compat_r; lra).
+        assert (Em * b <= Em * (a + b)) by (apply Rmult_le_compat_l; lra).
+        lra. }
       replace ((1 + epsp) * (1 + dw) * (1 + eps) - 1)
         with (((1 + epsp) * (1 + eps) - 1) * (1 + dw) + dw) by ring.
       eapply Rle_trans; [apply Rabs_triang|]. rewrite Rabs_mult.
@@ -209,7 +211,10 @@ Proof.
       assert (a + b <= 2 * alpha + beta * (1 + u) * (M - xh)) by lra.
       assert ((a + b) * (1 + Em) * (1 + u) <= (2 * alpha + beta * (1 + u) * (M - xh)) * (1 + Em) * (1 + u)).
       { apply Rmult_le_compat_r; [lra|]. apply Rmult_le_compat_r; lra. }
-      unfold m0_2, m1_2. fold Em. nra. }
+      unfold m0_2, m1_2. fold Em.
+      assert ((2 * alpha + beta * (1 + u) * (M - xh)) * (1 + Em) * (1 + u) + u
+              = 2 * alpha * (1 + Em) * (1 + u) + u + beta * (1 + u) * (1 + Em) * (1 + u) * (M - xh)) by ring.
+      lra. }
     eapply Rle_trans; [apply (exp_tau phi mu phm mum); lra|].
     rewrite Rmult_comm. apply Rmult_le_compat_l.
     + unfold Kc. pose proof (exp_pos phm). pose proof (Rabs_pos mu).
