@@ -122,8 +122,8 @@ Definition bound_ok : Prop :=
   0 <= k_a c /\ 0 <= k_b c /\ 0 <= r_V r /\ r_V r <= flt_max /\
   0 < b_e0 /\ b_gs < 1 /\ 0 < b_d0 /\ b_aD < 1 /\
   (n_vl (k_nm c) = true -> eps32 / b_smin < 1 /\ thv b_smin < 1) /\
-  (k_v2 c = true -> n_vl (k_nm c) = true ->
-     0 < b_totmin /\ eps32 / b_totmin < 1 /\ thv b_totmin < 1) /\
+  (k_v2 c = true -> 0 < b_totmin /\
+     (n_vl (k_nm c) = true -> eps32 / b_totmin < 1 /\ thv b_totmin < 1)) /\
   (k_v2 c = true -> n_fp8 (k_nm c) = false -> pc_th b_pcR0 < 1 /\ 0 < b_ob) /\
   (k_v2 c = true -> (2 <= r_P r)%nat).
 
