@@ -437,4 +437,253 @@ Proof.
     + rewrite !sumn_plus, !sumn_scal. unfold lam in *. lra.
 Qed.
 
+Lemma ws_fold_fst_fmtb : forall M l ta, fmtb (fst ta) -> fmtb (fst (ws_fold fe M l ta)).
+Proof.
+  intros M l. induction l as [|a l IH]; intros ta F; simpl; [exact F|].
+  apply IH. unfold ws_add. destruct (Req_EM_T _ 0); [exact F|apply fmtb_rnd].
+Qed.
+
+Definition rr : R * R := ws_fold fe Mh lr (0, 0).
+
+Lemma Pkr : 0 < kr64 /\ kr64 * eta <= eta64.
+Proof.
+  pose proof eta_pos. unfold kr64. destruct rrare.
+  - split; [apply bpow_gt_0|rewrite Rmult_comm, eta64_eq; lra].
+  - split; [lra|]. rewrite Rmult_1_l. unfold eta, eta64. apply bpow_le. lia.
+Qed.
+
+Lemma b_coefs :
+  0 <= b_a1 c rw /\ 0 <= b_b1 c rw /\ 0 <= b_e1 c rw /\ 0 <= b_gP rw /\ 0 <= b_gP1 rw /\ 0 <= b_gs c rw.
+Proof.
+  destruct pcP_facts as [PaP [PbP [PeP _]]].
+  destruct (q_partres O ltac:(lia)) as [N [t [z [_ [_ [Ht Hz]]]]]].
+  pose proof (Rabs_pos t). pose proof (Rabs_pos z). pose proof eta64_pos.
+  pose proof (g_nonneg (r_P rw)). pose proof (g_nonneg (r_P rw - 1)). pose proof (g_nonneg (hs g (r_L rw))).
+  unfold b_a1, b_b1, b_e1, b_gP, b_gP1, b_gs.
+  assert (Plam : 0 <= b_lam c rw).
+  { destruct (wh_props O ltac:(lia)) as [Pw Hl].
+    destruct (sh_props c rw el q kr slope pos vr P Lp xm fe Hmags HP1 HLp HLb Hg Hfe Hok O ltac:(lia)) as [_ [_ [S3 _]]].
+    eapply Rle_trans; [|exact Hl]. apply Rmult_le_pos; [exact Pw|left; apply Rinv_0_lt_compat; lra]. }
+  repeat split; try lra.
+  - assert (0 <= pc_th (b_pcP c rw) * pc_aN (b_pcP c rw)) by (apply Rmult_le_pos; lra). nra.
+  - apply Rplus_le_le_0_compat; apply Rmult_le_pos; lra.
+  - repeat apply Rmult_le_pos; try lra. apply pos_INR.
+Qed.
+
+Lemma red_sums :
+  Rabs (kr64 * snd rr - sum2 P Lp (fun p j => Wv2 p j * vv' p j))
+    <= b_aN c rw * sum2 P Lp (fun p j => Wv2 p j * Rabs (vv' p j)) + b_bN c rw * sum2 P Lp Wv2 + b_eN c rw /\
+  Rabs (fst rr - sum2 P Lp Wv2) <= b_aD c rw * sum2 P Lp Wv2 /\
+  b_totmin c rw <= fst rr /\ fmtb (fst rr).
+Proof.
+  destruct (ws_sums_err fe (b_em c rw) eta_e (b_tmax c rw) Mh lr lr_ok) as [T1 A1].
+  fold rr in T1, A1. rewrite lr_length in T1, A1.
+  destruct agg as [G1 G2].
+  destruct b_coefs as [Pa1 [Pb1 [Pe1 [PgP [PgP1 Pgs]]]]].
+  destruct Pkr as [Pk Pke].
+  assert (Ecw : cw fe Mh lr = sumn wh P) by (unfold cw; rewrite lr_csum; apply sumn_ext; intros; ring).
+  assert (Ecn : kr64 * cn fe Mh lr = sumn (fun p => wh p * (kr64 * oo' p)) P).
+  { unfold cn. rewrite lr_csum, <- sumn_scal. apply sumn_ext. intros p _. unfold oo'. destruct rrare; simpl; ring. }
+  assert (Eca : kr64 * ca fe Mh lr = sumn (fun p => wh p * Rabs (kr64 * oo' p)) P).
+  { unfold ca. rewrite lr_csum, <- sumn_scal. apply sumn_ext. intros p _. unfold oo'.
+    rewrite Rabs_mult, (Rabs_pos_eq kr64) by lra. destruct rrare; simpl; ring. }
+  set (SWv := sum2 P Lp (fun p j => Wv2 p j * vv' p j)) in *.
+  set (SWa := sum2 P Lp (fun p j => Wv2 p j * Rabs (vv' p j))) in *.
+  set (SW := sum2 P Lp Wv2) in *.
+  try rewrite HPr in *.
+  (* the numerator *)
+  assert (N1 : Rabs (kr64 * snd rr - kr64 * cn fe Mh lr)
+               <= b_gP rw * (kr64 * ca fe Mh lr) + INR P * eta64 * (1 + u) ^ P).
+  { replace (kr64 * snd rr - kr64 * cn fe Mh lr) with (kr64 * (snd rr - cn fe Mh lr)) by ring.
+    rewrite Rabs_mult, (Rabs_pos_eq kr64) by lra.
+    assert (kr64 * Rabs (snd rr - cn fe Mh lr)
+            <= kr64 * (((1 + u) ^ P - 1) * ca fe Mh lr + INR P * eta * (1 + u) ^ P))
+      by (apply Rmult_le_compat_l; lra).
+    pose proof (pow1u_ge1 P). pose proof (pos_INR P).
+    assert (kr64 * (INR P * eta * (1 + u) ^ P) <= INR P * eta64 * (1 + u) ^ P).
+    { replace (kr64 * (INR P * eta * (1 + u) ^ P)) with (INR P * (kr64 * eta) * (1 + u) ^ P) by ring.
+      apply Rmult_le_compat_r; [lra|]. apply Rmult_le_compat_l; lra. }
+    unfold b_gP. rewrite HPr. unfold Sums.g. lra. }
+  split; [|split; [|split]].
+  - rewrite Ecn in N1. rewrite Eca in N1.
+    replace (kr64 * snd rr - SWv)
+      with ((kr64 * snd rr - sumn (fun p => wh p * (kr64 * oo' p)) P)
+            + (sumn (fun p => wh p * (kr64 * oo' p)) P - SWv)) by ring.
+    eapply Rle_trans; [apply Rabs_triang|].
+    assert (b_gP rw * sumn (fun p => wh p * Rabs (kr64 * oo' p)) P
+            <= b_gP rw * ((1 + b_a1 c rw) * SWa + b_b1 c rw * SW + b_e1 c rw))
+      by (apply Rmult_le_compat_l; lra).
+    unfold b_aN, b_bN, b_eN. rewrite Hv2. rewrite HPr. lra.
+  - (* the denominator *)
+    assert (Hd : Rabs (sumn wh P - SW) <= b_gs c rw * SW).
+    { unfold SW. rewrite sum2_Wv2_1, <- sumn_minus. eapply Rle_trans; [apply sumn_abs|].
+      rewrite <- sumn_scal. apply sumn_le. intros p Hp.
+      destruct (sh_props c rw el q kr slope pos vr P Lp xm fe Hmags HP1 HLp HLb Hg Hfe Hok p Hp) as [S1 [_ [S3 _]]].
+      destruct (wh_props p Hp) as [Pw _].
+      assert (Plam : 0 <= wh p / sh' p) by (apply Rmult_le_pos; [exact Pw|left; apply Rinv_0_lt_compat; lra]).
+      replace (wh p - wh p / sh' p * sumn (ee' p) (Lp p))
+        with (wh p / sh' p * (sh' p - sumn (ee' p) (Lp p))) by (field; lra).
+      rewrite Rabs_mult, (Rabs_pos_eq (wh p / sh' p)) by lra.
+      replace (b_gs c rw * (wh p / sh' p * sumn (ee' p) (Lp p)))
+        with (wh p / sh' p * (b_gs c rw * sumn (ee' p) (Lp p))) by ring.
+      apply Rmult_le_compat_l; [exact Plam|exact S1]. }
+    rewrite Ecw in T1.
+    assert (sumn wh P <= (1 + b_gs c rw) * SW) by (apply Rabs_le_inv in Hd; lra).
+    assert (((1 + u) ^ (P - 1) - 1) * sumn wh P <= b_gP1 rw * ((1 + b_gs c rw) * SW)).
+    { unfold b_gP1, Sums.g. rewrite HPr. apply Rmult_le_compat_l; [|lra].
+      pose proof (pow1u_ge1 (P - 1)). lra. }
+    replace (fst rr - SW) with ((fst rr - sumn wh P) + (sumn wh P - SW)) by ring.
+    eapply Rle_trans; [apply Rabs_triang|]. unfold b_aD. rewrite Hv2. lra.
+  - (* the total is at least totmin *)
+    rewrite Ecw in T1. apply Rabs_le_inv in T1.
+    destruct Mh_att as [p0 [Hp0 EM]].
+    assert (Hw0 : b_smin c rw * b_e0 c * (1 - u) - eta <= wh p0).
+    { unfold wh, ws_weight. rewrite st_ss, st_mm, <- EM. replace (Mh - Mh) with 0 by ring. rewrite rnd_0.
+      destruct (sh_props c rw el q kr slope pos vr P Lp xm fe Hmags HP1 HLp HLb Hg Hfe Hok p0 Hp0) as [_ [S2 [S3 _]]].
+      pose proof (fe_ge0 fe (b_alpha c) (b_beta c) eta_e Hfe (PAl c rw Hok) (PBe c rw Hok) PEe') as F0.
+      fold (b_e0 c) in F0.
+      destruct Hok as [_ [_ [_ [_ [He0 _]]]]].
+      pose proof (smin_pos c rw Hok) as Psm.
+      assert (b_smin c rw * b_e0 c <= sh' p0 * fe 0) by (apply Rmult_le_compat; lra).
+      pose proof (rnd_abs (sh' p0 * fe 0)) as R. apply Rabs_le_inv in R.
+      rewrite Rabs_pos_eq in R by nra. pose proof u_pos. pose proof u_small.
+      assert (u * (sh' p0 * fe 0) <= u * (sh' p0 * fe 0)) by lra.
+      assert ((b_smin c rw * b_e0 c) * (1 - u) <= (sh' p0 * fe 0) * (1 - u)) by (apply Rmult_le_compat_r; lra).
+      lra. }
+    assert (Hcw : wh p0 <= sumn wh P) by (apply sumn_ge_term; [exact Hp0|intros; apply wh_props; auto]).
+    assert (HgP1 : b_gP1 rw < 1).
+    { destruct Hok as [_ [_ [_ [_ [_ [_ [_ [HaD _]]]]]]]]. unfold b_aD in HaD. rewrite Hv2 in HaD.
+      pose proof (g_nonneg (hs g (r_L rw))). fold (b_gs c rw) in H. nra. }
+    unfold b_totmin. fold (b_gP1 rw).
+    assert ((1 - b_gP1 rw) * (b_smin c rw * b_e0 c * (1 - u) - eta) <= (1 - b_gP1 rw) * sumn wh P)
+      by (apply Rmult_le_compat_l; lra).
+    unfold b_gP1, Sums.g in *. rewrite HPr in *. lra.
+  - apply ws_fold_fst_fmtb. apply fmtb_0.
+Qed.
+
+Lemma yy_bounds : Rabs (yy c q kr slope pos vr P Lp) <= r_V rw /\ Rabs (yy c q kr slope pos vr P Lp) <= b_Y el.
+Proof.
+  destruct Hmags as [Hall [_ [_ [_ [_ [_ [HA [_ [_ [_ [_ [HYe _]]]]]]]]]]]].
+  assert (Hpa : Rabs (yy c q kr slope pos vr P Lp) <= sum2 P Lp (fun p j => pp c q kr slope pos P Lp p j * Rabs (vv' p j))).
+  { unfold yy. eapply Rle_trans; [apply sum2_abs|]. apply sum2_le. intros p j Hp Hj.
+    rewrite Rabs_mult, (Rabs_pos_eq (pp c q kr slope pos P Lp p j))
+      by (apply (pp_nonneg c rw el q kr slope pos vr P Lp xm Hmags); auto). lra. }
+  split.
+  - eapply Rle_trans; [exact Hpa|].
+    apply Rle_trans with (sum2 P Lp (fun p j => r_V rw * pp c q kr slope pos P Lp p j)).
+    + apply sum2_le. intros p j Hp Hj. rewrite (Rmult_comm (r_V rw)).
+      apply Rmult_le_compat_l; [apply (pp_nonneg c rw el q kr slope pos vr P Lp xm Hmags); auto|apply (Hall p j Hp Hj)].
+    + rewrite sum2_scal, (pp_sum c rw el q kr slope pos vr P Lp xm Hmags). lra.
+  - unfold b_Y. apply Rmin_glb; lra.
+Qed.
+
+Theorem v2_error :
+  Rabs (v2_out g nm vs fe P Lp (Row.xh c q kr slope pos) vr rare rrare - yy c q kr slope pos vr P Lp)
+  <= b_total c rw el.
+Proof.
+  destruct (ok_ab c rw Hok) as [Ha Hb].
+  assert (Hok' := Hok).
+  destruct Hok as [_ [_ [PV [HVf [He0 [Hgs1 [Hd0 [HaD [_ [Htot _]]]]]]]]]].
+  destruct (Htot Hv2) as [Ptot Hvtot].
+  destruct red_sums as [HN [HD [Hfst Ffst]]].
+  destruct Pkr as [Pk Pke].
+  destruct b_coefs as [Pa1 [Pb1 [Pe1 [PgP [PgP1 Pgs]]]]].
+  set (SW := sum2 P Lp Wv2) in *.
+  set (o := if n_vl nm then rnd (snd rr * inv_eps (fst rr)) else ws_result rr).
+  assert (Fo : fmtb o) by (unfold o, ws_result; destruct (n_vl nm); [apply fmtb_rnd|];
+                           destruct (Req_EM_T _ 0); [apply fmtb_0|apply fmtb_rnd]).
+  set (o32 := kr64 * o).
+  assert (Ered : reduce_out nm fe sts rrare = if rrare then saturate o32 else o32).
+  { unfold reduce_out. fold Mh. fold lr. fold rr. fold o. unfold o32, kr64.
+    destruct rrare; [rewrite up64_eq by exact Fo; rewrite Rmult_comm; reflexivity|ring]. }
+  assert (PtotR : 0 < fst rr) by lra.
+  assert (HZ : 0 <= b_Z c rw).
+  { unfold b_Z. rewrite Hv2. unfold Z2, Zlam. pose proof u_pos. pose proof eta_pos. pose proof PEe'.
+    pose proof (smin_pos c rw Hok') as Psm.
+    destruct (coefs_nonneg c rw el q kr slope pos vr P Lp xm Hmags Ha Hb) as [_ [_ [_ [_ [_ [_ [PEm _]]]]]]].
+    unfold b_em in PEm.
+    assert (0 <= eta / b_smin c rw) by (apply Rmult_le_pos; [lra|left; apply Rinv_0_lt_compat; lra]).
+    assert (0 <= (1 + Emax (b_alpha c) (b_beta c) (b_tmax c rw)) * (1 + u) * eta_e)
+      by (apply Rmult_le_pos; [apply Rmult_le_pos|]; lra).
+    assert (0 <= (eta_e * (1 + u) + eta / b_smin c rw) * (1 + Emax (b_alpha c) (b_beta c) (b_tmax c rw) + eta_e))
+      by (apply Rmult_le_pos; nra).
+    lra. }
+  assert (Hcoef : 0 <= b_aN c rw /\ 0 <= b_bN c rw /\ 0 <= b_eN c rw /\ 0 <= b_aD c rw < 1 /\ 0 <= b_th c rw).
+  { unfold b_aN, b_bN, b_eN, b_aD, b_th. rewrite Hv2. pose proof u_pos.
+    pose proof eta64_pos. pose proof (pow1u_ge1 (r_P rw)). pose proof (pos_INR (r_P rw)).
+    assert (0 <= (1 + b_gP rw) * b_a1 c rw) by (apply Rmult_le_pos; lra).
+    assert (0 <= INR (r_P rw) * eta64 * (1 + u) ^ r_P rw) by (repeat apply Rmult_le_pos; lra).
+    assert (0 <= (1 + b_gP1 rw) * b_gs c rw) by (apply Rmult_le_pos; lra).
+    repeat split; try nra.
+    - unfold b_aD in HaD. rewrite Hv2 in HaD. lra.
+    - destruct (n_vl nm) eqn:Evl; [|lra].
+      destruct (Hvtot eq_refl) as [He _]. pose proof (thv_nonneg _ Ptot He). nra. }
+  (* the last operation's form *)
+  assert (Ho : exists th' ze', o32 = kr64 * snd rr / fst rr * (1 + th') + ze' /\
+                 Rabs th' <= b_th c rw /\ Rabs ze' <= b_ze c rw).
+  { unfold o32, o, b_th, b_ze. rewrite Hv2. destruct (n_vl nm) eqn:Evl.
+    - destruct (Hvtot eq_refl) as [He Hth].
+      destruct (inv_eps_err (fst rr) (b_totmin c rw) Ffst Ptot Hfst He) as [ti [e2 [Ei [Hti He2]]]].
+      destruct (rnd_err (snd rr * inv_eps (fst rr))) as [d [e [Hd [Hee [_ E]]]]].
+      exists ((1 + ti) * (1 + d) - 1), (kr64 * snd rr * e2 * (1 + d) + kr64 * e).
+      split; [rewrite E, Ei; field; lra|]. split; [apply prod_err; assumption|].
+      (* |kr64 snd rr| <= accm *)
+      assert (HWm : SW <= b_lam c rw * INR (r_n rw) * b_emax c rw).
+      { destruct Hmags as [_ [_ [_ [_ [_ [_ [_ [_ [_ [_ [_ [_ Hn]]]]]]]]]]]].
+        unfold SW. replace (b_lam c rw * INR (r_n rw) * b_emax c rw) with (ntok P Lp * (b_lam c rw * b_emax c rw))
+          by (rewrite <- Hn; ring).
+        apply sum2_le_max. intros p j Hp Hj. unfold Wv2.
+        destruct (wh_props p Hp) as [Pw Hl].
+        destruct (ee_props c rw el q kr slope pos vr P Lp xm fe Hmags HP1 HLp Hg Hfe Hok' p Hp) as [E1 _].
+        destruct (E1 j Hj) as [_ [Pe [Hem _]]].
+        destruct (sh_props c rw el q kr slope pos vr P Lp xm fe Hmags HP1 HLp HLb Hg Hfe Hok' p Hp) as [_ [_ [S3 _]]].
+        apply Rmult_le_compat; [apply Rmult_le_pos; [exact Pw|left; apply Rinv_0_lt_compat; lra]|exact Pe|exact Hl|exact Hem]. }
+      assert (HSWv : Rabs (sum2 P Lp (fun p j => Wv2 p j * vv' p j)) <= sum2 P Lp (fun p j => Wv2 p j * Rabs (vv' p j))).
+      { eapply Rle_trans; [apply sum2_abs|]. apply sum2_le. intros p j Hp Hj.
+        rewrite Rabs_mult, (Rabs_pos_eq (Wv2 p j)) by (apply Wv2_bound; auto). lra. }
+      assert (HSWa : sum2 P Lp (fun p j => Wv2 p j * Rabs (vv' p j)) <= r_V rw * SW).
+      { unfold SW. rewrite <- sum2_scal. apply sum2_le. intros p j Hp Hj.
+        destruct Hmags as [Hall _]. rewrite Rmult_comm. apply Rmult_le_compat_r; [apply Wv2_bound; auto|apply (Hall p j Hp Hj)]. }
+      assert (PSW : 0 <= SW) by (unfold SW; apply sum2_nonneg; intros; apply Wv2_bound; auto).
+      assert (HNb : Rabs (kr64 * snd rr) <= b_accm c rw).
+      { unfold b_accm.
+        replace (kr64 * snd rr) with ((kr64 * snd rr - sum2 P Lp (fun p j => Wv2 p j * vv' p j))
+                                      + sum2 P Lp (fun p j => Wv2 p j * vv' p j)) by ring.
+        eapply Rle_trans; [apply Rabs_triang|].
+        assert (b_aN c rw * sum2 P Lp (fun p j => Wv2 p j * Rabs (vv' p j)) <= b_aN c rw * (r_V rw * SW))
+          by (apply Rmult_le_compat_l; lra).
+        assert (((1 + b_aN c rw) * r_V rw + b_bN c rw) * SW
+                <= ((1 + b_aN c rw) * r_V rw + b_bN c rw) * (b_lam c rw * INR (r_n rw) * b_emax c rw))
+          by (apply Rmult_le_compat_l; [nra|exact HWm]).
+        lra. }
+      pose proof u_pos. pose proof eta_pos.
+      eapply Rle_trans; [apply Rabs_triang|]. rewrite !Rabs_mult, (Rabs_pos_eq kr64) by lra.
+      assert (Rabs (1 + d) <= 1 + u) by (apply Rabs_le; apply Rabs_le_inv in Hd; lra).
+      assert (Rabs (kr64 * snd rr) * Rabs e2 * Rabs (1 + d) <= b_accm c rw * eta * (1 + u)).
+      { apply Rmult_le_compat; [apply Rmult_le_pos; apply Rabs_pos|apply Rabs_pos| |lra].
+        apply Rmult_le_compat; auto using Rabs_pos. }
+      rewrite Rabs_mult, (Rabs_pos_eq kr64) in H2 by lra.
+      assert (kr64 * Rabs e <= eta64).
+      { eapply Rle_trans; [|exact Pke]. apply Rmult_le_compat_l; lra. }
+      lra.
+    - unfold ws_result. destruct (Req_EM_T (fst rr) 0) as [Z|_]; [lra|].
+      destruct (rnd_err (snd rr / fst rr)) as [d [e [Hd [Hee [_ E]]]]].
+      exists d, (kr64 * e). split; [rewrite E; field; lra|]. split; [exact Hd|].
+      rewrite Rabs_mult, (Rabs_pos_eq kr64) by lra.
+      eapply Rle_trans; [|exact Pke]. apply Rmult_le_compat_l; lra. }
+  destruct Mh_props as [HMge HMatt].
+  pose proof (row_assemble c rw el q kr slope pos vr P Lp xm Hmags Ha Hb Wv2 Mh (kr64 * snd rr) (fst rr) o32
+    ltac:(intros p j Hp Hj; apply Wv2_bound; auto)
+    ltac:(intros p j Hp Hj; apply Wv2_bound; auto)
+    (M_le c rw el q kr slope pos vr P Lp xm Hmags HLp Hg Hok' Mh HMge HMatt)
+    HZ Hd0 HN HD Ho Hcoef) as RA.
+  destruct yy_bounds as [HyV HyY].
+  change (v2_out g nm vs fe P Lp (Row.xh c q kr slope pos) vr rare rrare)
+    with (cvt (n_s nm) (reduce_out nm fe sts rrare)).
+  rewrite Ered. unfold b_total, b_final.
+  apply final_round; [|exact HyY].
+  destruct rrare; [|exact RA].
+  eapply Rle_trans; [apply saturate_closer|exact RA]. lra.
+Qed.
+
 End V2.
