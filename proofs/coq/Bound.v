@@ -125,7 +125,8 @@ Definition bound_ok : Prop :=
   (k_v2 c = true -> 0 < b_totmin /\
      (n_vl (k_nm c) = true -> eps32 / b_totmin < 1 /\ thv b_totmin < 1)) /\
   (k_v2 c = true -> n_fp8 (k_nm c) = false -> pc_th b_pcR0 < 1 /\ 0 < b_ob) /\
-  (k_v2 c = true -> (2 <= r_P r)%nat).
+  (k_v2 c = true -> (2 <= r_P r)%nat) /\
+  eta < b_smin * b_e0 * (1 - u).
 
 (** The precondition that excludes the logit's rescue path (slow_logit): no value of the
     fast q.k path can overflow (Logit.logit_no_overflow). *)
