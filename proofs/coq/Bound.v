@@ -1,7 +1,5 @@
-(** The bound of theorem kernel_error_bound (Kernel.v), as explicit definitions: the
-    coefficients named as in proofs/error_bound.md and the C++ table
-    (proofs/bound/include/pagedattn_bound/coefficients.def). BoundTable.v holds the same
-    formula as a table of expressions and proves it equal to this one. *)
+(** The bound of theorem kernel_error_bound (Main.v), as explicit definitions: the
+    coefficients named as in proofs/error_bound.md. *)
 From Coq Require Import Reals Lra Lia.
 From Flocq Require Import Core.
 From PagedAttn Require Import Fp Sums Compose Model Logit Weights Part PartK.

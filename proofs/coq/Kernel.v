@@ -1,6 +1,6 @@
-(** Theorem kernel_error_bound: for every output element of paged_attention_v1 and
-    paged_attention_v2 (ours and vllm_compatible numerics, scalar or fp8 cache, fast or
-    rare paths), |out - y| <= Bound.b_total. *)
+(** The assembly of theorem kernel_error_bound (Main.v): lemma [assemble] composes the
+    weights (lemma 4.7), the sums (lemma 5.5) and the tail into |out - y| <= Bound.b_total;
+    V1.v and V2.v instantiate it for the kernels' code paths. *)
 From Coq Require Import Reals List Lra Lia.
 Import ListNotations.
 From Flocq Require Import Core.

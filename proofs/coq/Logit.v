@@ -1,6 +1,7 @@
 (** Section 3 of proofs/error_bound.md: the error of one computed logit (the q.k tree of
-    the kernel, the scale, fp8 keys, ALiBi), and that the fast logit path cannot overflow
-    under the bound's precondition (so slow_logit, the rescue path, is not taken). *)
+    the kernel, the scale, fp8 keys, ALiBi), and that no value of the fast q.k tree can
+    overflow under the bound's precondition logit_pre (the first step to excluding
+    slow_logit, the rescue path; proofs/README.md, "The rare paths"). *)
 From Coq Require Import Reals List Lra Lia.
 From Flocq Require Import Core.
 From PagedAttn Require Import Fp Sums Err Model.
@@ -244,9 +245,10 @@ Qed.
 Lemma alibi_off : forall y pos, fmtb y -> rnd (0 * pos + y) = y.
 Proof. intros y pos F. rewrite Rmult_0_l, Rplus_0_l. apply rnd_generic, F. Qed.
 
-(** Under the precondition the bound checks, no intermediate value of the fast logit path
-    exceeds FLT_MAX: so IEEE computes what this model computes, and the kernel's test
-    !finite(logit) never sends the token to slow_logit. *)
+(** Under the precondition logit_pre (Bound.v), no intermediate value of the fast q.k tree
+    exceeds FLT_MAX, so IEEE computes what this model computes there. The product by
+    qk_scale and the ALiBi fma after the tree are not covered here, so this alone does not
+    show that the kernel's test !finite(logit) never sends the token to slow_logit. *)
 Theorem logit_no_overflow : forall g nm ks (q kr : nat -> R) Sq Km, (0 < g_vec g)%nat ->
   sumn (fun d => Rabs (q d)) (g_D g) <= Sq ->
   sumn (fun d => Rabs (q d * lg_kx nm ks (kr d))) (g_D g) <= Km ->

@@ -2,8 +2,8 @@
     paged_attention_v1 and paged_attention_v2, for our numerics and vllm_compatible, a
     scalar or an fp8 cache, whichever path (fast or rescue) each partition and the reduce
     take, is within Bound.b_total of the exact softmax-weighted value; and under the bound's
-    logit precondition no value of the fast q.k path overflows, so the logit's rescue path
-    is never taken. *)
+    logit precondition no value of the fast q.k tree overflows (the scaling and the ALiBi
+    fma after it are not covered: proofs/README.md, "The rare paths"). *)
 From Coq Require Import Bool Reals List Lra Lia.
 From Flocq Require Import Core.
 From PagedAttn Require Import Fp Sums Err LseRound Compose Model Logit Weights Part PartK Bound
