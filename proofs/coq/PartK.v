@@ -73,6 +73,19 @@ Proof.
   rewrite <- eta64_eq, Rmult_comm. apply Rmult_le_compat_r; [apply bpow_ge_0|exact H].
 Qed.
 
+(** The rare path's chain of L <= Lb scaled terms: its absolute term, each eta scaled back
+    by 2^64, within Lb eta64 (1 + u)^Lb. *)
+Lemma eta64_chain : forall L Lb, INR L <= INR Lb ->
+  bpow radix2 64 * INR L * eta * (1 + u) ^ Lb <= INR Lb * eta64 * (1 + u) ^ Lb.
+Proof.
+  intros L Lb H. rewrite <- eta64_eq. pose proof (pow1u_ge1 Lb). pose proof eta_pos.
+  pose proof (bpow_ge_0 radix2 64).
+  assert (0 <= eta * bpow radix2 64 * (1 + u) ^ Lb) by (apply Rmult_le_pos; [apply Rmult_le_pos|]; lra).
+  assert (INR L * (eta * bpow radix2 64 * (1 + u) ^ Lb) <= INR Lb * (eta * bpow radix2 64 * (1 + u) ^ Lb))
+    by (apply Rmult_le_compat_r; lra).
+  lra.
+Qed.
+
 Lemma pow64_pos : 0 < bpow radix2 64. Proof. apply bpow_gt_0. Qed.
 
 Lemma cdiv_mono : forall a a' b, (a <= a')%nat -> (cdiv a b <= cdiv a' b)%nat.
@@ -128,11 +141,7 @@ Proof.
       apply (part_vllm_gen g L e Hg He v V HV sc pp w (chain L pp w) (bpow radix2 64) u
                (eta64 * (Rabs vs * (1 + u) + 1)) Lb smin emax _ Lb (Sums.g (hs g Lb)));
         try solve [auto | lra | rewrite Nt; lia | rewrite Ht; lia].
-      { rewrite <- eta64_eq. pose proof (pow1u_ge1 Lb).
-        assert (0 <= eta * bpow radix2 64 * (1 + u) ^ Lb) by (apply Rmult_le_pos; [apply Rmult_le_pos|]; lra).
-        assert (INR L * (eta * bpow radix2 64 * (1 + u) ^ Lb) <= INR Lb * (eta * bpow radix2 64 * (1 + u) ^ Lb))
-          by (apply Rmult_le_compat_r; lra).
-        lra. }
+      { apply eta64_chain; lra. }
       intros j Hj. unfold w. rewrite Hv by exact Hj.
         destruct (rnd_err (down64 (vr j) * vs)) as [d [e1 [Hd [He1 [_ E]]]]]. rewrite E.
         pose proof (down64_err (vr j) (Fvr j Hj)) as D.
@@ -171,11 +180,7 @@ Proof.
       rewrite up64_eq by (apply cv_fmtb, Lt). rewrite Rmult_comm.
       apply (part_vllm_gen g L e Hg He v V HV sc pp w (chain L pp w) (bpow radix2 64) 0 eta64 Lb smin emax _ Lb (Sums.g (hs g Lb)));
         try solve [auto | lra | rewrite Nt; lia | rewrite Ht; lia].
-      { rewrite <- eta64_eq. pose proof (pow1u_ge1 Lb).
-        assert (0 <= eta * bpow radix2 64 * (1 + u) ^ Lb) by (apply Rmult_le_pos; [apply Rmult_le_pos|]; lra).
-        assert (INR L * (eta * bpow radix2 64 * (1 + u) ^ Lb) <= INR Lb * (eta * bpow radix2 64 * (1 + u) ^ Lb))
-          by (apply Rmult_le_compat_r; lra).
-        lra. }
+      { apply eta64_chain; lra. }
       intros j Hj. unfold w. rewrite Hv by exact Hj. rewrite Rmult_1_l, Rmult_0_l, Rplus_0_l.
       apply down64_err, Fvr, Hj.
     + (* scalar cache, fast *)

@@ -29,6 +29,17 @@ Proof.
       rewrite Rabs_left1 by nra. nra.
 Qed.
 
+(** A weight W = a (1 + tau) + z against a > 0: the step from each token's weight to the
+    bound's T a + Z (V1.v, V2.v). *)
+Lemma weight_dev : forall a tau z T Z, 0 < a -> Rabs tau <= T -> Rabs z <= Z ->
+  Rabs (a * (1 + tau) + z - a) <= T * a + Z.
+Proof.
+  intros a tau z T Z Ha Ht Hz.
+  replace (a * (1 + tau) + z - a) with (a * tau + z) by ring.
+  eapply Rle_trans; [apply Rabs_triang|]. rewrite Rabs_mult, (Rabs_pos_eq a) by lra.
+  assert (a * Rabs tau <= a * T) by (apply Rmult_le_compat_l; lra). lra.
+Qed.
+
 (** * Maxima *)
 
 Lemma mx_ge : forall x k j, (j <= k)%nat -> x j <= mx x k.

@@ -81,14 +81,7 @@ Proof.
       as [tau [z [Ew [Ht Hz]]]].
     fold (b_kc c rw) in Ht.
     unfold W. destruct (E1 j Hj) as [_ [_ [_ Eej]]]. rewrite Eej. fold M. rewrite Ew, HZ.
-    replace (exp (Row.xx c q kr slope pos O j - M) * (1 + tau) + z - exp (Row.xx c q kr slope pos O j - M))
-      with (exp (Row.xx c q kr slope pos O j - M) * tau + z) by ring.
-    eapply Rle_trans; [apply Rabs_triang|]. rewrite Rabs_mult, (Rabs_pos_eq (exp _)) by (left; apply exp_pos).
-    rewrite Rmult_comm. pose proof (exp_pos (Row.xx c q kr slope pos O j - M)).
-    assert (Rabs tau * exp (Row.xx c q kr slope pos O j - M)
-            <= TT c rw q kr slope pos xm O j * exp (Row.xx c q kr slope pos O j - M))
-      by (apply Rmult_le_compat_r; lra).
-    lra. }
+    apply weight_dev; [apply exp_pos | lra | lra]. }
   (* the sums *)
   assert (Hok' := Hok).
   destruct Hok as [_ [_ [PV [HVf [He0 [Hgs1 [Hd0 [HaD _]]]]]]]].

@@ -229,14 +229,7 @@ Proof.
   assert (HZ : b_Z c rw = Z2 (b_alpha c) (b_beta c) (b_tmax c rw) eta_e (b_smin c rw))
     by (unfold b_Z; rewrite Hv2; reflexivity).
   rewrite EW, HZ.
-  replace (exp (Row.xx c q kr slope pos p j - Mh) * (1 + tau) + z - exp (Row.xx c q kr slope pos p j - Mh))
-    with (exp (Row.xx c q kr slope pos p j - Mh) * tau + z) by ring.
-  eapply Rle_trans; [apply Rabs_triang|]. rewrite Rabs_mult, (Rabs_pos_eq (exp _)) by (left; apply exp_pos).
-  rewrite Rmult_comm. pose proof (exp_pos (Row.xx c q kr slope pos p j - Mh)).
-  assert (Rabs tau * exp (Row.xx c q kr slope pos p j - Mh)
-          <= TT c rw q kr slope pos xm p j * exp (Row.xx c q kr slope pos p j - Mh))
-    by (apply Rmult_le_compat_r; lra).
-  lra.
+  apply weight_dev; [apply exp_pos | lra | lra].
 Qed.
 
 (** The reduce's input list, scaled on its rare path. *)

@@ -28,6 +28,16 @@ Definition Zlam (ee smin : R) : R := ee * (1 + u) + eta / smin.
 Definition Z2 (alpha beta tmax ee smin : R) : R :=
   (1 + Emax alpha beta tmax) * (1 + u) * ee + Zlam ee smin * (1 + Emax alpha beta tmax + ee).
 
+(** exp_tau (Compose.v) against the constant Kc: a token's weight factor for V1 and V2. *)
+Lemma exp_tau_Kc : forall phi mu Pm Mm R, Rabs phi <= Pm -> Rabs mu <= Mm ->
+  Rabs phi + Rabs mu <= R -> Rabs (exp phi * (1 + mu) - 1) <= Kc Pm Mm * R.
+Proof.
+  intros phi mu Pm Mm R Hp Hm HR.
+  eapply Rle_trans; [apply (exp_tau phi mu Pm Mm Hp Hm)|].
+  rewrite Rmult_comm. apply Rmult_le_compat_l; [|exact HR].
+  unfold Kc. pose proof (exp_pos Pm). pose proof (Rabs_pos mu). apply Rmult_le_pos; lra.
+Qed.
+
 Lemma Rabs_sub_le : forall a b, a <= b -> Rabs (a - b) = b - a.
 Proof. intros a b H. rewrite Rabs_left1 by lra. ring. Qed.
 
@@ -109,11 +119,7 @@ Proof.
       assert ((m - xh) * Rabs (1 + d) <= (m - xh) * (1 + u)) by (apply Rmult_le_compat_l; lra).
       assert (beta * ((m - xh) * Rabs (1 + d)) <= beta * ((m - xh) * (1 + u))) by (apply Rmult_le_compat_l; lra).
       lra. }
-    eapply Rle_trans; [apply (exp_tau phi eps phm mum); lra|].
-    rewrite Rmult_comm. apply Rmult_le_compat_l.
-    + unfold Kc. pose proof (exp_pos phm). pose proof (Rabs_pos eps).
-      assert (0 <= mum) by lra. apply Rmult_le_pos; lra.
-    + lra.
+    apply exp_tau_Kc; lra.
 Qed.
 
 (** V2: the token's weight e * (w_p / s_p) against exp(x - M). *)
@@ -215,11 +221,7 @@ Proof.
       assert ((2 * alpha + beta * (1 + u) * (M - xh)) * (1 + Em) * (1 + u) + u
               = 2 * alpha * (1 + Em) * (1 + u) + u + beta * (1 + u) * (1 + Em) * (1 + u) * (M - xh)) by ring.
       lra. }
-    eapply Rle_trans; [apply (exp_tau phi mu phm mum); lra|].
-    rewrite Rmult_comm. apply Rmult_le_compat_l.
-    + unfold Kc. pose proof (exp_pos phm). pose proof (Rabs_pos mu).
-      assert (0 <= mum) by lra. apply Rmult_le_pos; lra.
-    + lra.
+    apply exp_tau_Kc; lra.
   - unfold Z2, Zlam. fold Em.
     assert ((1 + u) * (m - xh) <= (1 + u) * tmax) by (apply Rmult_le_compat_l; lra).
     assert (Hft : fe t <= 1 + Em + ee) by (apply fe_le; auto; lra).
