@@ -11,10 +11,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "emu/checks.h"
 #include "emu/profile.h"
+#include "checks_section.h"
 #include "grids.h"
 #include "model_data.h"
+#include "pagedattn_audit/provenance.h"
 #include "pagedattn_audit/report.h"
 #include "pagedattn_audit/runner.h"
 #include "pagedattn_report/report.h"
@@ -43,6 +44,25 @@ std::vector<audit::CaseResult> run_counted(const audit::Config& c, Progress& pr,
   return audit::run_grid(c, [&](const audit::CaseResult&) { pr.step(++done); });
 }
 
+// pagedattn_report_checks (the checks grid with instrumented kernels): $PAGEDATTN_REPORT_CHECKS,
+// the build tree, the install tree; "" when none exists or $PAGEDATTN_REPORT_CHECKS is
+// "none" (the grid then runs in this process, without the hazard mode).
+std::string checks_program() {
+  std::vector<std::string> paths;
+  if (const char* env = std::getenv("PAGEDATTN_REPORT_CHECKS")) {
+    if (std::string(env) == "none") return "";
+    paths.emplace_back(env);
+  }
+#ifdef PAGEDATTN_REPORT_CHECKS_BUILT
+  paths.emplace_back(PAGEDATTN_REPORT_CHECKS_BUILT);
+#endif
+  paths.emplace_back(PAGEDATTN_REPORT_CHECKS_INSTALLED);
+  std::error_code ec;
+  for (const auto& p : paths)
+    if (!p.empty() && fs::is_regular_file(p, ec)) return p;
+  return "";
+}
+
 }  // namespace
 
 std::string renderer_dir() {
@@ -69,6 +89,8 @@ void check_options(const ReportOptions& o) {
   std::error_code ec;
   if (fs::exists(o.out_dir, ec) && !fs::is_directory(o.out_dir, ec))
     throw UsageError("--out '" + o.out_dir + "' exists and is not a folder");
+  if (!o.fresh_campaign.empty() && !fs::is_regular_file(o.fresh_campaign, ec))
+    throw UsageError("--campaign '" + o.fresh_campaign + "': no such file");
   if (o.render && renderer_dir().empty())
     throw UsageError(
         "the renderer reports/render_report.py was not found (set "
@@ -86,6 +108,8 @@ int run_report(const ReportOptions& o) {
   std::vector<std::string> names;
   for (const auto& p : o.profiles) names.push_back(emu::load_profile(p).name);
   data["profiles"] = names;
+  // What this run's own sections (audit, emulator checks) judged.
+  data["provenance"] = audit::provenance();
   {
     std::time_t now = std::time(nullptr);
     char buf[64];
@@ -106,28 +130,32 @@ int run_report(const ReportOptions& o) {
       audit::to_json(rows, "pagedattn report (" + std::string(size_name(o.size)) + ")"));
   data["audit"] = {{"file", "audit.json"}, {"grids", grids}};
 
-  // Emulator checks: a small grid with memcheck, racecheck, synccheck and initcheck.
+  // Emulator checks: a small grid under every check, run by pagedattn_report_checks (its
+  // kernels instrumented, so racecheck's hazard mode runs) when that program exists, else
+  // here, where racecheck can only reorder (the section's coverage counts say so).
   {
-    const unsigned before = emu::enabled_checks();
-    emu::set_checks(emu::parse_checks("all"));
-    const audit::Config c = checks_grid(o);
-    auto r = run_counted(c, pr, "emulator checks");
-    emu::set_checks(before);
-    json per_profile = json::object();
-    for (const auto& p : names) per_profile[p] = {{"cases", 0}, {"findings", json::array()}};
-    for (const auto& row : r) {
-      json& s = per_profile[row.profile];
-      if (s.is_null()) s = {{"cases", 0}, {"findings", json::array()}};
-      s["cases"] = s["cases"].get<int>() + 1;
-      // A refused V1 is the device's answer, not a finding; any other failure is.
-      if (row.status == "error") s["findings"].push_back(row.kernel + ": " + row.reason);
+    pr.stage("emulator checks", 0);
+    const std::string prog = checks_program();
+    const std::string file = (fs::path(o.out_dir) / "emulator_checks.json").string();
+    json ec;
+    if (!prog.empty()) {
+      std::string names;
+      for (const auto& p : o.profiles) names += (names.empty() ? "" : ",") + p;
+      const std::string cmd =
+          shell_quote(prog) + " --profile " + shell_quote(names) + " --out " + shell_quote(file);
+      if (std::system(cmd.c_str()) != 0) {
+        std::cerr << "pagedattn report: the emulator-checks program failed (" << cmd << ")\n";
+        return 1;
+      }
+      std::ifstream in(file);
+      ec = json::parse(in);
+    } else {
+      ec = checks_section(o, /*instrumented=*/false);
+      audit::write_file_atomic(file, ec.dump(1));
     }
-    for (auto& [name, s] : per_profile.items()) s["clean"] = s["findings"].empty();
-    data["emulator_checks"] = {{"checks", "memcheck,racecheck,synccheck,initcheck"},
-                               {"grid",
-                                "4 heads over 2 KV heads, head size 64, f16, seq_len "
-                                "100 and 700, V1 and V2"},
-                               {"profiles", per_profile}};
+    ec["file"] = "emulator_checks.json";
+    ec["program"] = prog.empty() ? "pagedattn itself (kernels not instrumented)" : prog;
+    data["emulator_checks"] = ec;
   }
 
   pr.stage("limits and performance model", 0);
@@ -138,6 +166,7 @@ int run_report(const ReportOptions& o) {
   data["inputs"] = {
       {"campaign", (fs::path(o.properties_dir) / "campaign.json").string()},
       {"mutation", (fs::path(o.properties_dir) / "mutation.json").string()},
+      {"campaign_fresh", o.fresh_campaign},
       {"gpu_dir", o.gpu_dir},
   };
   data["elapsed_s"] =
