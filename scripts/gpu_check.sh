@@ -8,7 +8,9 @@
 #      cudaGetDeviceProperties and a copy -> out/gpu/device_profile.json;
 #   4. pagedattn_gpu_bench: V1, V2 and reduce time and bandwidth as a fraction of a
 #      device-to-device copy, headline case and sweep -> out/gpu/gpu_bench.json.
-# `pagedattn report` reads out/gpu/. Exit status 0 only if every step passes.
+# `pagedattn report` reads out/gpu/, and out/gpu/provenance.json (the commit and source
+# digest built here, scripts/source_digest.py) to say whether the GPU results judged the
+# checkout's kernels. Exit status 0 only if every step passes.
 # GPU_BENCH_QUICK=1 runs a small sweep.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,6 +25,7 @@ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPAGEDATTN_CUDA=ON \
 cmake --build "$build" --target pagedattn_gpu_check pagedattn pagedattn_gpu_bench \
   pagedattn_device_probe -j "$jobs"
 echo "gpu_check.sh: built in $((SECONDS - start)) s"
+/usr/bin/python3 scripts/source_digest.py > "$out/provenance.json"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null || true
 "$build/kernels/pagedattn_gpu_check"
 # The precision audit natively and on the emulator on the same inputs (a small grid, every

@@ -17,6 +17,7 @@ pkgs=(
   coq libcoq-flocq libcoq-coquelicot libcoq-interval gappa libcoq-gappa   # proofs/
   python3-torch libtorch-dev          # the PyTorch operators (torch/), with /usr/bin/python3
   parallel                            # property campaigns spread over cores
+  slurm-wlm munge                     # the one-node Slurm of ctest slurm.campaign_and_mutants
 )
 missing=()
 for p in "${pkgs[@]}"; do
