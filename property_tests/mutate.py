@@ -370,19 +370,25 @@ def run_mutant(a, bdir, base, shared, m):
                               "result": r or "passed"})
         return r
 
+    def stage(name, built=False):
+        """Builds (unless built) and runs one stage: ("stillborn" | "killed", why), or None
+        when the suite passed."""
+        why = None if built else build(bdir, [STAGE_TARGET[name]])
+        if why:
+            return "stillborn", why
+        fail = timed(name, lambda: run_stage(a, bdir, name))
+        return ("killed", "%s: %s" % ("all instantiations" if name == "all" else FIRST, fail)) \
+            if fail else None
+
     first_obj = [k for k in base if k.startswith("pagedattn_mutant_kernel_%s:" % FIRST)]
     why = build(bdir, ["pagedattn_mutant_kernel_" + FIRST])
     if why:
         return "stillborn", why, rec
     first_differs = bool(objects_changed(first_obj))
     rec["instantiations"][FIRST] = "differs" if first_differs else "identical"
-    if first_differs:
-        why = build(bdir, [STAGE_TARGET["f32_w32"]])
-        if why:
-            return "stillborn", why, rec
-        fail = timed("f32_w32", lambda: run_stage(a, bdir, "f32_w32"))
-        if fail:
-            return "killed", "f32_w32: " + fail, rec
+    end = stage("f32_w32") if first_differs else None
+    if end:
+        return end + (rec,)
     why = build(bdir, [STAGE_TARGET["all"]])
     if why:
         return "stillborn", why, rec
@@ -395,16 +401,10 @@ def run_mutant(a, bdir, base, shared, m):
     if not changed and m["file"] not in shared:
         return "equivalent", ("identical code: every object built from the mutated sources "
                               "is byte-identical to the unmutated build's"), rec
-    fail = timed("all", lambda: run_stage(a, bdir, "all"))
-    if fail:
-        return "killed", "all instantiations: " + fail, rec
-    if not a.no_race and first_differs:
-        why = build(bdir, [STAGE_TARGET["racecheck"]])
-        if why:
-            return "stillborn", why, rec
-        fail = timed("racecheck", lambda: run_stage(a, bdir, "racecheck"))
-        if fail:
-            return "killed", "f32_w32: " + fail, rec
+    end = stage("all", built=True) or (
+        stage("racecheck") if not a.no_race and first_differs else None)
+    if end:
+        return end + (rec,)
     return "survived", "", rec
 
 

@@ -21,14 +21,7 @@ Counters& counters() {
 
 CheckCoverage check_coverage() {
   const Counters& c = counters();
-  CheckCoverage r;
-  r.launches = c.launches;
-  r.memcheck = c.memcheck;
-  r.synccheck = c.synccheck;
-  r.initcheck = c.initcheck;
-  r.racecheck = c.racecheck;
-  r.racecheck_hazard = c.racecheck_hazard;
-  return r;
+  return {c.launches, c.memcheck, c.synccheck, c.initcheck, c.racecheck, c.racecheck_hazard};
 }
 
 void reset_check_coverage() {

@@ -10,7 +10,8 @@
 # down and kills whatever is left of them; it never waits longer than ~40 s. The daemons
 # run in the foreground as children of the caller, each under `timeout SLURM_LIFETIME`
 # (default 1500 s): killed with the caller's process tree (ctest's timeout) or, at the
-# latest, by their own timeout, they never outlive a test.
+# latest, by their own timeout, they never outlive a test. Tried as root and as `nobody`
+# (setpriv --reuid=65534): both start the cluster and run a two-task array.
 
 slurm_missing() {  # the programs this needs that are not installed, if any
   local p missing=()
