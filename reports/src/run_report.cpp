@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "emu/profile.h"
-#include "checks_section.h"
+#include "emulator_checks.h"
 #include "grids.h"
 #include "model_data.h"
 #include "pagedattn_audit/provenance.h"
@@ -150,7 +150,7 @@ int run_report(const ReportOptions& o) {
       std::ifstream in(file);
       ec = json::parse(in);
     } else {
-      ec = checks_section(o, /*instrumented=*/false);
+      ec = emulator_checks_section(o, /*instrumented=*/false);
       audit::write_file_atomic(file, ec.dump(1));
     }
     ec["file"] = "emulator_checks.json";

@@ -11,6 +11,6 @@ namespace pagedattn::report {
 // Runs checks_grid(o) once per profile under EMU_CHECKS=all. `instrumented`: whether this
 // program's kernels carry the race instrumentation (recorded; the coverage counts are what
 // the report believes).
-nlohmann::json checks_section(const ReportOptions& o, bool instrumented);
+nlohmann::json emulator_checks_section(const ReportOptions& o, bool instrumented);
 
 }  // namespace pagedattn::report

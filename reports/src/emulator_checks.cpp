@@ -1,4 +1,4 @@
-#include "checks_section.h"
+#include "emulator_checks.h"
 
 #include <string>
 
@@ -23,7 +23,7 @@ std::string share(long ran, long launches) {
 
 }  // namespace
 
-json checks_section(const ReportOptions& o, bool instrumented) {
+json emulator_checks_section(const ReportOptions& o, bool instrumented) {
   const unsigned before = emu::enabled_checks();
   emu::set_checks(emu::parse_checks("all"));
   json per_profile = json::object();
