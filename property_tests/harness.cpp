@@ -294,7 +294,11 @@ std::vector<double> element_bounds(const Problem& p, Kernel k, const ref::Output
   c.threads_per_block = kThreadsPerBlock;
   c.partition_size = k == Kernel::v2 ? p.c.partition_size : 0;
   c.exp = bound::ExpAccuracy::cuda_fast();
-  if (p.c.numerics == Numerics::vllm_compatible) c.choices = bound::Choices::vllm_compatible();
+  Options opt;
+  opt.numerics = p.c.numerics;
+  opt.vllm_choices = p.c.vllm_choices;
+  const NumericsChoices ch = effective_choices(opt);  // what the kernels use
+  c.choices = {ch.partials_in_output_dtype, ch.epsilon_denominator, ch.round_probabilities};
   c.scale = p.c.scale;
   c.k_scale = p.c.k_scale;
   c.v_scale = p.c.v_scale;

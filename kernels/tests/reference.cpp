@@ -424,12 +424,13 @@ Outputs run_kernel(const Problem& p, Kernel kernel, const std::string& profile, 
   Options opt;
   opt.partition_size = c.partition_size;
   opt.numerics = c.numerics;
+  opt.vllm_choices = c.vllm_choices;
   if (kernel == Kernel::v1) {
     paged_attention_v1(out, q, kt, vt, c.num_kv_heads, p.c.scale, btv, slv, B, p.max_seq_len, al,
                        kv_dtype, p.c.k_scale, p.c.v_scale, Backend::emulator(profile), opt);
   } else {
     const std::int64_t P = (p.max_seq_len + c.partition_size - 1) / c.partition_size;
-    const DType tmp_dtype = c.numerics == Numerics::exact_fp32 ? DType::f32 : c.scalar;
+    const DType tmp_dtype = effective_choices(opt).partials_in_output_dtype ? c.scalar : DType::f32;
     o.exp_sums.assign(S * H * P, NAN);
     o.max_logits.assign(S * H * P, NAN);
     o.tmp_out.assign(S * H * P * D * dtype_size(tmp_dtype), poison ? 0xff : 0);

@@ -27,6 +27,7 @@ struct Config {
   double v_range = 1.0;
   int partition_size = 64;
   Numerics numerics = Numerics::exact_fp32;
+  NumericsChoices vllm_choices{};  // single vLLM choices under exact_fp32 (params.h)
   std::uint64_t seed = 1;
   int spare_blocks = 3;  // physical blocks no sequence uses
 };
