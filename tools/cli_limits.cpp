@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "emu/profile.h"
 #include "pagedattn/resources.h"
+#include "pagedattn/supported.h"  // the head and block sizes
 #include "pagedattn/validate.h"
 
 namespace cli {

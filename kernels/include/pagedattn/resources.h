@@ -20,13 +20,19 @@ PAGEDATTN_HD constexpr int num_warps(int warp_size) {
   return kThreadsPerBlock / warp_size;
 }
 
+// The block collective's scratch (src/block_collective.cuh): two halves of max_n values
+// per warp, padded to 16 bytes. Both kernels carve it first.
+PAGEDATTN_HD constexpr std::int64_t block_collective_floats(int warp_size, int max_n = 1) {
+  return round_up(2 * max_n * num_warps(warp_size), 4);
+}
+
 // Attention kernel (V1 and V2 share it) dynamic shared memory, in floats:
-//   [red]    2 * num_warps slots for the block max and block exp-sum, padded to 16 bytes
-//   [q]      the query row in fp32, padded to 16 bytes
-//   [logits] one float per token of the partition (logits, then exps); after the
-//            softmax it is reused for the P.V cross-warp scratch, (num_warps - 1) rows.
+//   [collective] the block collective's scratch (block max, exp-sum, overflow flags)
+//   [q]          the query row in fp32, padded to 16 bytes
+//   [logits]     one float per token of the partition (logits, then exps); after the
+//                P.V loop it is reused for the cross-warp P.V scratch, (num_warps - 1) rows.
 PAGEDATTN_HD constexpr std::int64_t attn_red_floats(int warp_size) {
-  return round_up(2 * num_warps(warp_size), 4);
+  return block_collective_floats(warp_size);
 }
 PAGEDATTN_HD constexpr std::int64_t attn_q_offset(int warp_size) {
   return attn_red_floats(warp_size);
@@ -46,10 +52,10 @@ PAGEDATTN_HD constexpr std::int64_t attention_smem_bytes(int warp_size, int head
               attn_logits_floats(warp_size, head_size, partition_tokens));
 }
 
-// Reduce kernel: [red] num_warps slots (padded) + one weight per thread: it streams over
+// Reduce kernel: the block collective's scratch + one weight per thread: it streams over
 // partitions kThreadsPerBlock at a time, so its need does not grow with the sequence.
 PAGEDATTN_HD constexpr std::int64_t reduce_red_floats(int warp_size) {
-  return round_up(num_warps(warp_size), 4);
+  return block_collective_floats(warp_size);
 }
 PAGEDATTN_HD constexpr std::int64_t reduce_smem_bytes(int warp_size) {
   return 4 * (reduce_red_floats(warp_size) + kThreadsPerBlock);
