@@ -106,8 +106,8 @@ inline dim3 to_dim3(const Dim3& d) {
 
 [[noreturn]] inline void throw_launch_error(const AttentionParams& p, const LaunchResources& res,
                                             const Target& t, LaunchResult r) {
-  std::string msg = std::string("pagedattn: ") + res.kernel + " launch refused (" +
-                    cudaGetErrorName(r.error) + ")";
+  std::string msg = std::string("pagedattn: ") + kernel_entry_name(res.kernel) +
+                    " launch refused (" + cudaGetErrorName(r.error) + ")";
   if (r.stage == LaunchStage::opt_in || res.dynamic_smem_bytes > t.smem_optin) {
     msg += ": it needs " + std::to_string(res.dynamic_smem_bytes) +
            " bytes of dynamic shared memory per block and the device allows " +
@@ -126,11 +126,8 @@ template <int WARP>
 void run_for_warp(const AttentionParams& p, const Target& t) {
   if (p.num_seqs == 0) return;  // an empty batch: nothing to launch (grid y would be 0)
   if (p.kernel == Kernel::v1 || p.kernel == Kernel::v2) {
-    const LaunchResources res =
-        p.kernel == Kernel::v1
-            ? v1_resources(WARP, p.num_seqs, p.num_heads, p.head_size, p.block_size, p.max_seq_len)
-            : v2_resources(WARP, p.num_seqs, p.num_heads, p.head_size, p.max_seq_len,
-                           p.partition_size);
+    const LaunchResources res = p.kernel == Kernel::v1 ? v1_resources(WARP, p.workload())
+                                                       : v2_resources(WARP, p.workload());
     if (res.grid.z > 0) {  // V2 with max_seq_len 0 has no partitions; the reduce writes 0
       const LaunchResult r = attention_for_warp<WARP>(p, make_attn_args(p), to_dim3(res.grid),
                                                       res.dynamic_smem_bytes, t.stream);
@@ -138,7 +135,7 @@ void run_for_warp(const AttentionParams& p, const Target& t) {
     }
     if (p.kernel == Kernel::v1) return;
   }
-  const LaunchResources res = reduce_resources(WARP, p.num_seqs, p.num_heads);
+  const LaunchResources res = reduce_resources(WARP, p.workload());
   const LaunchResult r = reduce_for_warp<WARP>(p, make_reduce_args(p), to_dim3(res.grid),
                                                res.dynamic_smem_bytes, t.stream);
   if (r.error != cudaSuccess) throw_launch_error(p, res, t, r);

@@ -5,6 +5,8 @@
 #pragma once
 #include <cstdint>
 #include "pagedattn/host_device.h"
+#include "pagedattn/params.h"  // Kernel
+#include "pagedattn/workload.h"
 
 namespace pagedattn {
 
@@ -75,19 +77,17 @@ struct Dim3 {
 };
 
 struct LaunchResources {
-  const char* kernel =
-      "";  // "paged_attention_v1", "paged_attention_v2", "paged_attention_v2_reduce"
+  Kernel kernel = Kernel::v1;  // kernel_entry_name() names it in messages
   Dim3 grid;
   int threads_per_block = kThreadsPerBlock;
   std::int64_t dynamic_smem_bytes = 0;
 };
 
-LaunchResources v1_resources(int warp_size, int num_seqs, int num_heads, int head_size,
-                             int block_size, std::int64_t max_seq_len);
+// Grid (num_heads, num_seqs) and V1's shared memory at w.max_seq_len.
+LaunchResources v1_resources(int warp_size, const Workload& w);
 // V2's partition kernel; grid z is max_num_partitions (0 partitions: nothing to launch).
-LaunchResources v2_resources(int warp_size, int num_seqs, int num_heads, int head_size,
-                             std::int64_t max_seq_len, int partition_size);
-LaunchResources reduce_resources(int warp_size, int num_seqs, int num_heads);
+LaunchResources v2_resources(int warp_size, const Workload& w);
+LaunchResources reduce_resources(int warp_size, const Workload& w);
 
 // The longest max_seq_len whose V1 launch fits `smem_limit_bytes` of dynamic shared
 // memory (0 if even one token does not fit).
@@ -95,8 +95,7 @@ std::int64_t v1_max_seq_len(int warp_size, int head_size, int block_size,
                             std::int64_t smem_limit_bytes);
 
 // vLLM's own V1 request, for comparison: max(round_up(L, block) * 4, (warps / 2) * head * 4).
-std::int64_t vllm_v1_smem_bytes(int warp_size, int head_size, int block_size,
-                                std::int64_t max_seq_len);
+std::int64_t vllm_v1_smem_bytes(int warp_size, const Workload& w);
 
 // Dynamic shared memory a launch may use without cudaFuncSetAttribute opt-in.
 inline constexpr std::int64_t kSmemWithoutOptIn = 48 * 1024;
