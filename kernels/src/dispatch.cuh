@@ -18,19 +18,19 @@ namespace dispatch {
 
 template <class K>
 LaunchResult launch_with_smem(K kernel, const AttnArgs& args, dim3 grid, std::size_t smem,
-                              void* stream) {
-  cudaError_t e = allow_dynamic_smem(kernel, smem);
+                              const Device& dev) {
+  cudaError_t e = allow_dynamic_smem(kernel, smem, dev);
   if (e != cudaSuccess) return {e, LaunchStage::opt_in};
-  return {launch_kernel(kernel, grid, dim3(kThreadsPerBlock), smem, stream, args),
+  return {launch_kernel(kernel, grid, dim3(kThreadsPerBlock), smem, dev, args),
           LaunchStage::launch};
 }
 
 // The instantiation for (HS, B), or an error for a pair validation refuses (fp8 with a
 // head size its 16-element key chunks cannot tile: none is instantiated).
 template <class scalar_t, class cache_t, int WARP, int HS, int B>
-LaunchResult one(const AttnArgs& a, dim3 g, std::size_t smem, void* st) {
+LaunchResult one(const AttnArgs& a, dim3 g, std::size_t smem, const Device& dev) {
   if constexpr (HS % (16 / sizeof(cache_t)) == 0) {
-    return launch_with_smem(&attention_kernel<scalar_t, cache_t, HS, B, WARP>, a, g, smem, st);
+    return launch_with_smem(&attention_kernel<scalar_t, cache_t, HS, B, WARP>, a, g, smem, dev);
   } else {
     return {cudaErrorInvalidValue, LaunchStage::launch};
   }
@@ -38,9 +38,9 @@ LaunchResult one(const AttnArgs& a, dim3 g, std::size_t smem, void* st) {
 
 template <class scalar_t, class cache_t, int WARP, int HS, int... B>
 LaunchResult by_block(IntList<B...>, const AttnArgs& a, int block_size, dim3 g, std::size_t smem,
-                      void* st) {
+                      const Device& dev) {
   LaunchResult r{cudaErrorInvalidValue, LaunchStage::launch};
-  (void)((block_size == B && (r = one<scalar_t, cache_t, WARP, HS, B>(a, g, smem, st), true)) ||
+  (void)((block_size == B && (r = one<scalar_t, cache_t, WARP, HS, B>(a, g, smem, dev), true)) ||
          ...);
   return r;
 }
@@ -48,10 +48,10 @@ LaunchResult by_block(IntList<B...>, const AttnArgs& a, int block_size, dim3 g, 
 // Every (head size, block size) of supported.h's lists, and nothing else.
 template <class scalar_t, class cache_t, int WARP, int... HS>
 LaunchResult by_head(IntList<HS...>, const AttnArgs& a, int head_size, int block_size, dim3 g,
-                     std::size_t smem, void* st) {
+                     std::size_t smem, const Device& dev) {
   LaunchResult r{cudaErrorInvalidValue, LaunchStage::launch};
   (void)((head_size == HS &&
-          (r = by_block<scalar_t, cache_t, WARP, HS>(BlockSizeList{}, a, block_size, g, smem, st),
+          (r = by_block<scalar_t, cache_t, WARP, HS>(BlockSizeList{}, a, block_size, g, smem, dev),
            true)) ||
          ...);
   return r;
@@ -61,20 +61,20 @@ LaunchResult by_head(IntList<HS...>, const AttnArgs& a, int head_size, int block
 
 template <class scalar_t, int WARP>
 LaunchResult launch_attention(const AttnArgs& args, int head_size, int block_size, bool fp8_cache,
-                              dim3 grid, std::size_t smem_bytes, void* stream) {
+                              dim3 grid, std::size_t smem_bytes, const Device& dev) {
   return fp8_cache ? dispatch::by_head<scalar_t, std::uint8_t, WARP>(
-                         HeadSizeList{}, args, head_size, block_size, grid, smem_bytes, stream)
-                   : dispatch::by_head<scalar_t, scalar_t, WARP>(
-                         HeadSizeList{}, args, head_size, block_size, grid, smem_bytes, stream);
+                         HeadSizeList{}, args, head_size, block_size, grid, smem_bytes, dev)
+                   : dispatch::by_head<scalar_t, scalar_t, WARP>(HeadSizeList{}, args, head_size,
+                                                                 block_size, grid, smem_bytes, dev);
 }
 
 template <class scalar_t, int WARP>
 LaunchResult launch_reduce(const ReduceArgs& args, dim3 grid, std::size_t smem_bytes,
-                           void* stream) {
+                           const Device& dev) {
   auto kernel = &reduce_kernel<scalar_t, WARP>;
-  cudaError_t e = allow_dynamic_smem(kernel, smem_bytes);
+  cudaError_t e = allow_dynamic_smem(kernel, smem_bytes, dev);
   if (e != cudaSuccess) return {e, LaunchStage::opt_in};
-  return {launch_kernel(kernel, grid, dim3(kThreadsPerBlock), smem_bytes, stream, args),
+  return {launch_kernel(kernel, grid, dim3(kThreadsPerBlock), smem_bytes, dev, args),
           LaunchStage::launch};
 }
 

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <emu/cuda_runtime.h>
+#include <emu/profile.h>
 
 #include <cmath>
 #include <cstring>
@@ -85,7 +86,6 @@ T* device(std::size_t n) {
 
 template <int WARP>
 void check(const char* profile) {
-  emu::use_profile(profile);
   // Inputs: magnitudes 1e8 and 1 mixed (an order change of the sum shows), a NaN in the
   // max input of round 1 (fmaxf skips it), all-negative values in round 2 (any false).
   std::vector<float> in(kCalls * kN * kThreads);
@@ -101,8 +101,10 @@ void check(const char* profile) {
   std::memcpy(d_in, in.data(), n * sizeof(float));
   ProbeArgs a{d_in, device<float>(n), device<float>(n), device<int>(n),
               device<float>(2 * kCalls * kThreads)};
+  const emu::Profile prof = emu::resolve_profile(profile);
+  ASSERT_EQ(prof.warp_size, WARP);
   ASSERT_EQ(launch_kernel(&probe<WARP>, dim3(1), dim3(kThreads),
-                          4 * block_collective_floats(WARP, kN), nullptr, a),
+                          4 * block_collective_floats(WARP, kN), Device{nullptr, &prof}, a),
             cudaSuccess)
       << emu::last_error_message();
   const auto fmax_op = [](float x, float y) { return std::fmax(x, y); };

@@ -53,8 +53,8 @@ TEST(Resources, V1MaxSeqLenIsTheLastLengthThatFits) {
 // with a message naming shared memory, and writes nothing.
 TEST(Resources, V1RefusedOnBiV100JustPastItsSharedMemory) {
   emu::use_profile("bi-v100");
-  // A copy: every launch calls use_profile, which frees the profile a reference would
-  // name (AddressSanitizer's heap-use-after-free, scripts/test.d/20-sanitizers.sh).
+  // current_profile() returns a copy (a reference into the emulator once dangled after the
+  // next use_profile: AddressSanitizer's heap-use-after-free, scripts/test.d/20-sanitizers.sh).
   const emu::Profile prof = emu::current_profile();
   ASSERT_EQ(prof.warp_size, 64);
   Config c;

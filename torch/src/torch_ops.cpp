@@ -249,8 +249,8 @@ namespace {
 pagedattn::DeviceFacts profile_facts(const std::string& profile) {
   pagedattn::DeviceFacts f;
   translate_errors([&] {
-    emu::use_profile(profile);  // applies $EMU_PROFILE_SET, as every launch does
-    const emu::Profile& p = emu::current_profile();
+    // $EMU_PROFILE_SET applied, as every launch does; the process's current profile stays.
+    const emu::Profile p = emu::resolve_profile(profile);
     f = {p.name, p.warp_size, p.multiprocessor_count, p.shared_memory_per_block_optin};
   });
   return f;
