@@ -59,9 +59,9 @@ void finish(const Device& d, KernelEstimate& k, double avg_block_cycles, double 
   const double overlap =
       std::max(1.0, std::min({d.param("block_overlap"), double(k.resident_blocks_per_sm), per_sm}));
   k.t_issue_us = std::max(per_sm * avg_block_cycles / overlap, max_block_cycles) / d.clock_mhz;
-  double bw = d.param("memory_bandwidth_gbps");
-  if (bw <= 0) bw = d.memory_bandwidth_gbps;
-  k.t_memory_us = k.dram_bytes / (bw * d.param("bandwidth_efficiency") * 1e3);
+  // One bandwidth figure (the profile's memory_bandwidth_gbps): the time divides by what a
+  // copy reaches of it, the fraction below is of it.
+  k.t_memory_us = k.dram_bytes / (d.memory_bandwidth_gbps * d.param("bandwidth_efficiency") * 1e3);
   k.t_flops_us = k.flops / (d.fp32_tflops * 1e6);
   k.t_launch_us = d.param("launch_overhead_us");
   double t = k.t_issue_us;

@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
+#include <stdexcept>
+#include <string>
 
 #include "emu/profile.h"
 #include "pagedattn/perfmodel.h"
@@ -112,6 +115,32 @@ TEST(PerfModel, MemoryBoundIsBandwidth) {
   EXPECT_EQ(e.v2.bound, "memory");
   EXPECT_DOUBLE_EQ(e.v2.t_memory_us, e.v2.dram_bytes / (1000 * 1e3));
   EXPECT_LT(e.v2.bandwidth_fraction, 1.0);
+  // Time and fraction use the one bandwidth figure: with no launch overhead a memory-bound
+  // kernel reaches exactly bandwidth_efficiency of it (a model timing with one bandwidth
+  // and reporting against another, as bi-v100's two fields once did, misses this).
+  d.model["launch_overhead_us"].value = 0;
+  d.model["bandwidth_efficiency"].value = 0.5;
+  const Estimate half = estimate(d, w);
+  ASSERT_EQ(half.v2.bound, "memory");
+  EXPECT_DOUBLE_EQ(half.v2.bandwidth_fraction, 0.5);
+}
+
+// A second bandwidth in a profile's performance_model is refused, naming the allowed fields.
+TEST(PerfModel, OneBandwidthField) {
+  const std::string path = ::testing::TempDir() + "two_bandwidths.json";
+  {
+    std::ofstream f(path);
+    f << R"({"name": "two-bandwidths", "warp_size": 64,
+             "performance_model": {"memory_bandwidth_gbps": 584}})";
+  }
+  try {
+    load_device(path);
+    FAIL() << "a performance_model memory_bandwidth_gbps was accepted";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown field 'memory_bandwidth_gbps'"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 // V1 stops exactly where the kernels' own limit says (resources.h), on every profile.
@@ -156,11 +185,12 @@ TEST(PerfModel, MonotoneInSeqLenAndBatch) {
   }
 }
 
-// The profiles carry the model's fields with their sources; BI-V100 uses the measured
-// 584 GB/s, not the vendor's 1200.
+// The profiles carry the model's fields with their sources; BI-V100's one bandwidth figure
+// is the vendor's 1200 GB/s and the model reaches the measured 584 of it.
 TEST(PerfModel, ProfilesCarryModelFields) {
   const Device bi = load_device("bi-v100");
-  EXPECT_EQ(bi.param("memory_bandwidth_gbps"), 584);
+  EXPECT_EQ(bi.memory_bandwidth_gbps, 1200);
+  EXPECT_NEAR(bi.memory_bandwidth_gbps * bi.param("bandwidth_efficiency"), 584, 1e-9);
   EXPECT_FALSE(bi.model.at("cycles_per_token").source.empty());
   EXPECT_EQ(bi.model.at("cycles_per_token").confidence, "low");
   EXPECT_EQ(load_device("a100").model.at("cycles_per_token").confidence, "calibrated");

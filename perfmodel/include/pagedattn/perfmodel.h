@@ -33,7 +33,9 @@ struct Device {
   std::int64_t shared_memory_per_multiprocessor = 64 * 1024;
   int max_threads_per_multiprocessor = 2048;
   double clock_mhz = 1000;
-  double memory_bandwidth_gbps = 900;  // the profile's (often a vendor claim)
+  // The profile's, the one bandwidth figure: the peak (a datasheet's or vendor's); the model
+  // reaches bandwidth_efficiency of it and reports bandwidth fractions against it.
+  double memory_bandwidth_gbps = 900;
   double fp32_tflops = 10;
   // performance_model fields (defaults: the A100 calibration, README.md).
   std::map<std::string, Param> model;
