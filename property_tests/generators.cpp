@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <vector>
 #include "pagedattn/validate.h"
 
 namespace pagedattn::prop {
@@ -30,12 +31,12 @@ rc::Gen<std::string> gen_profile() {
 }
 
 rc::Gen<int> gen_head_size() {
-  // kHeadSizes in validate.h; the first element is what failures shrink to.
-  return rc::gen::element(32, 64, 80, 96, 112, 120, 128, 192, 256);
+  // supported.h's list; the first element is what failures shrink to.
+  return rc::gen::elementOf(std::vector<int>(kHeadSizes.begin(), kHeadSizes.end()));
 }
 
 rc::Gen<int> gen_block_size() {
-  return rc::gen::element(8, 16, 32);
+  return rc::gen::elementOf(std::vector<int>(kBlockSizes.begin(), kBlockSizes.end()));
 }
 
 rc::Gen<int> gen_partition_size(int block_size, int max) {

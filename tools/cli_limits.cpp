@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "emu/profile.h"
 #include "pagedattn/resources.h"
+#include "pagedattn/supported.h"  // the head and block sizes
 #include "pagedattn/validate.h"
 
 namespace cli {
@@ -69,9 +70,16 @@ int run_limits(const Settings& s) {
   const long long smem_limit = prof.shared_memory_per_block_optin;
 
   const std::int64_t longest = pagedattn::v1_max_seq_len(ws, head_size, block_size, smem_limit);
-  const auto v1 = pagedattn::v1_resources(ws, 1, 1, head_size, block_size, longest);
-  const auto v2 = pagedattn::v2_resources(ws, 1, 1, head_size, partition, partition);
-  const auto red = pagedattn::reduce_resources(ws, 1, 1);
+  pagedattn::Workload w;  // one sequence, one head: the per-block figures
+  w.num_seqs = w.num_heads = w.num_kv_heads = 1;
+  w.head_size = head_size;
+  w.block_size = block_size;
+  w.partition_size = partition;
+  w.max_seq_len = longest;
+  const auto v1 = pagedattn::v1_resources(ws, w);
+  w.max_seq_len = partition;
+  const auto v2 = pagedattn::v2_resources(ws, w);
+  const auto red = pagedattn::reduce_resources(ws, w);
   const std::int64_t fixed_floats = pagedattn::attn_logits_offset(ws, head_size);
   const std::int64_t scratch_floats = std::int64_t(pagedattn::num_warps(ws) - 1) * head_size;
 
@@ -80,15 +88,15 @@ int run_limits(const Settings& s) {
             << " bytes (" << smem_limit << " with opt-in)\n"
             << "head_size " << head_size << ", block_size " << block_size << ", V2 partition_size "
             << partition << "\n\n";
-  std::cout << v1.kernel << ": " << v1.threads_per_block
+  std::cout << pagedattn::kernel_entry_name(v1.kernel) << ": " << v1.threads_per_block
             << " threads per block, grid (num_heads, num_seqs)\n"
             << "  dynamic shared memory 4 * (" << fixed_floats << " + max(round_up(max_seq_len, "
             << block_size << "), " << scratch_floats << ")) bytes; " << v1.dynamic_smem_bytes
             << " at max_seq_len " << longest << "\n";
-  std::cout << v2.kernel << ": " << v2.threads_per_block
+  std::cout << pagedattn::kernel_entry_name(v2.kernel) << ": " << v2.threads_per_block
             << " threads per block, grid (num_heads, num_seqs, ceil(max_seq_len / " << partition
             << "))\n  dynamic shared memory " << v2.dynamic_smem_bytes << " bytes\n";
-  std::cout << red.kernel << ": " << red.threads_per_block
+  std::cout << pagedattn::kernel_entry_name(red.kernel) << ": " << red.threads_per_block
             << " threads per block, grid (num_heads, num_seqs)\n  dynamic shared memory "
             << red.dynamic_smem_bytes << " bytes (streams over partitions: no length cap)\n\n";
 
@@ -97,10 +105,9 @@ int run_limits(const Settings& s) {
   // the largest) and red_smem (2 * warps floats).
   const std::int64_t vllm_static = 4LL * head_size + 2LL * pagedattn::num_warps(ws) * 4;
   std::int64_t vllm_longest = 0;
-  while (pagedattn::vllm_v1_smem_bytes(ws, head_size, block_size, vllm_longest + block_size) +
-             vllm_static <=
-         smem_limit) {
-    vllm_longest += block_size;
+  for (w.max_seq_len = block_size; pagedattn::vllm_v1_smem_bytes(ws, w) + vllm_static <= smem_limit;
+       w.max_seq_len += block_size) {
+    vllm_longest = w.max_seq_len;
   }
   std::cout << "longest V1 sequence: " << longest << " tokens (" << smem_limit
             << " bytes of shared memory; vLLM's V1 layout: " << vllm_longest << " tokens with its "

@@ -153,9 +153,13 @@ void call_kernel(const Call& c, pagedattn::Kernel k, const Output& out, const Ou
 // profile's ceiling, and the longest sequence that would fit.
 std::string v1_failure(const Case& r, const std::string& profile, const std::string& what) {
   const emu::Profile p = emu::load_profile(profile);
-  const std::int64_t need = pagedattn::v1_resources(p.warp_size, r.num_seqs, r.num_heads,
-                                                    r.head_size, r.block_size, r.max_seq_len)
-                                .dynamic_smem_bytes;
+  pagedattn::Workload w;
+  w.num_seqs = r.num_seqs;
+  w.num_heads = r.num_heads;
+  w.head_size = r.head_size;
+  w.block_size = r.block_size;
+  w.max_seq_len = r.max_seq_len;
+  const std::int64_t need = pagedattn::v1_resources(p.warp_size, w).dynamic_smem_bytes;
   std::string msg = "paged_attention_v1 failed on profile " + p.name + ": ";
   if (need > p.shared_memory_per_block_optin) {
     msg += "max_seq_len " + std::to_string(r.max_seq_len) + " needs " + std::to_string(need) +

@@ -11,6 +11,7 @@
 
 #include "emu/profile.h"
 #include "pagedattn/api.h"
+#include "pagedattn/supported.h"  // the head and block sizes
 #include "pagedattn/validate.h"
 #include "pagedattn_audit/command.h"
 #include "pagedattn_audit/config.h"
@@ -104,6 +105,9 @@ const std::vector<std::string> kKvDtypes{"auto", "fp8", "fp8_e4m3", "fp8_e5m2"};
 }  // namespace
 
 const std::vector<KeyInfo>& keys() {
+  // The supported sizes as listed once (pagedattn/supported.h).
+  static const std::string head_help = list_text(HeadSizeList{}) + " (default 128)";
+  static const std::string block_help = list_text(BlockSizeList{}) + " (default 16)";
   static const std::vector<KeyInfo> k = {
       {"config", "FILE", "JSON object with any of these keys (flags given too override it)"},
       {"profile", "NAME[,NAME...]", "emulator device profiles (default bi-v100)"},
@@ -112,8 +116,8 @@ const std::vector<KeyInfo>& keys() {
       {"num-kv-heads", "N[,N...]",
        "KV heads; pairs where num-heads % num-kv-heads != 0 are "
        "skipped (default 8)"},
-      {"head-size", "N[,N...]", "32, 64, 80, 96, 112, 120, 128, 192, 256 (default 128)"},
-      {"block-size", "N[,N...]", "8, 16, 32 (default 16)"},
+      {"head-size", "N[,N...]", head_help.c_str()},
+      {"block-size", "N[,N...]", block_help.c_str()},
       {"dtype", "T[,T...]", "query/output dtype: f32, f16, bf16 (default f16)"},
       {"kv-cache-dtype", "T[,T...]", "auto, fp8 (= fp8_e4m3), fp8_e4m3, fp8_e5m2 (default auto)"},
       {"seq-lens", "N[,N...]",

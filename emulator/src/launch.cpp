@@ -29,8 +29,11 @@
 
 namespace emu::detail {
 
+namespace {
 std::mutex g_attr_mutex;
-std::map<const void*, int> g_max_dynamic_smem;  // cudaFuncSetAttribute
+// set_max_dynamic_shared_memory, per (profile name, kernel): a function attribute is per device.
+std::map<std::pair<std::string, const void*>, int> g_max_dynamic_smem;
+}  // namespace
 
 std::string kernel_name(const void* address) {
   Dl_info info{};
@@ -99,9 +102,9 @@ cudaError_t check_config(const void* kernel, dim3 grid, dim3 block, std::size_t 
   bool opted = false;
   {
     std::lock_guard<std::mutex> lock(g_attr_mutex);
-    auto it = g_max_dynamic_smem.find(kernel);
+    auto it = g_max_dynamic_smem.find({p.name, kernel});
     if (it != g_max_dynamic_smem.end()) {
-      // An opt-in made under another profile counts only up to this one's ceiling.
+      // A profile file reloaded with a lower ceiling ($EMU_PROFILE_SET) caps an earlier opt-in.
       allowed = std::max<long long>(
           allowed, std::min<long long>(it->second, p.shared_memory_per_block_optin));
       opted = true;
@@ -137,15 +140,16 @@ cudaError_t check_config(const void* kernel, dim3 grid, dim3 block, std::size_t 
   return cudaSuccess;
 }
 
-BlockCtx block_ctx(unsigned long long linear, dim3 grid, dim3 block, int ws, const char* name) {
+BlockCtx block_ctx(unsigned long long linear, dim3 grid, dim3 block, const Profile& p,
+                   const char* name) {
   BlockCtx b;
   b.block_idx =
       uint3{static_cast<unsigned>(linear % grid.x), static_cast<unsigned>(linear / grid.x % grid.y),
             static_cast<unsigned>(linear / (1ull * grid.x * grid.y))};
   b.block_dim = block;
   b.grid_dim = grid;
-  b.warp_size = ws;
-  b.partial_syncwarp = current_profile().partial_mask_syncwarp;
+  b.warp_size = p.warp_size;
+  b.partial_syncwarp = p.partial_mask_syncwarp;
   b.kernel = name;
   return b;
 }
@@ -159,7 +163,7 @@ struct Pass {
 };
 
 // Runs every block on the calling thread, poisoning shared memory first.
-bool run_serial(const KernelEntry& k, dim3 grid, dim3 block, std::size_t smem, int ws,
+bool run_serial(const KernelEntry& k, dim3 grid, dim3 block, std::size_t smem, const Profile& p,
                 const char* name, const Pass& pass, LaunchRun& run) {
   const unsigned long long blocks = 1ull * grid.x * grid.y * grid.z;
   for (unsigned long long b = 0; b < blocks && !run.aborted; ++b) {
@@ -168,7 +172,7 @@ bool run_serial(const KernelEntry& k, dim3 grid, dim3 block, std::size_t smem, i
     TlsSnapshot tls = poison_module_tls(k.address, pass.shared_poison);
     if (run.checks & check_memcheck) arm_shared_guards(smem, run);
     if (pass.hazard) hazard_block(b);
-    BlockCtx ctx = block_ctx(b, grid, block, ws, name);
+    BlockCtx ctx = block_ctx(b, grid, block, p, name);
     if (!run_block(ctx, k.body, pass.order, 0x5eed, run)) run.aborted = true;
     if (run.checks & check_memcheck) disarm_shared_guards(run, ctx.block_idx);
     restore_module_tls(tls);
@@ -176,7 +180,7 @@ bool run_serial(const KernelEntry& k, dim3 grid, dim3 block, std::size_t smem, i
   return !run.aborted;
 }
 
-void run_parallel(const KernelEntry& k, dim3 grid, dim3 block, std::size_t smem, int ws,
+void run_parallel(const KernelEntry& k, dim3 grid, dim3 block, std::size_t smem, const Profile& p,
                   const char* name, bool poison, LaunchRun& run) {
   const unsigned long long blocks = 1ull * grid.x * grid.y * grid.z;
   std::atomic<unsigned long long> next{0};
@@ -191,7 +195,7 @@ void run_parallel(const KernelEntry& k, dim3 grid, dim3 block, std::size_t smem,
       prepare_dynamic_shared(smem, kPoisonA);
       if (poison) poison_named_dynamic_shared(smem, kPoisonA);
       if (run.checks & check_memcheck) arm_shared_guards(smem, run);
-      BlockCtx ctx = block_ctx(b, grid, block, ws, name);
+      BlockCtx ctx = block_ctx(b, grid, block, p, name);
       const bool ok = run_block(ctx, k.body, Order::in_order, 0, run);
       if (run.checks & check_memcheck) disarm_shared_guards(run, ctx.block_idx);
       if (!ok) {
@@ -240,7 +244,11 @@ void compare(const std::vector<AllocationInfo>& allocs, const Image& a, const Im
 }  // namespace
 
 cudaError_t launch_grid(const KernelEntry& k, dim3 grid, dim3 block, std::size_t smem) {
-  const Profile& p = current_profile();
+  return launch_grid(k, grid, block, smem, current_profile());
+}
+
+cudaError_t launch_grid(const KernelEntry& k, dim3 grid, dim3 block, std::size_t smem,
+                        const Profile& p) {
   cudaError_t e = check_config(k.address, grid, block, smem, p);
   if (e != cudaSuccess) return e;
   install_fault_handler();
@@ -251,11 +259,10 @@ cudaError_t launch_grid(const KernelEntry& k, dim3 grid, dim3 block, std::size_t
   run.checks = enabled_checks();
   count_launch(run.checks);  // emu/check_coverage.h: which checks ran, for reports
   const WatchdogScope watchdog(run.kernel);
-  const int ws = p.warp_size;
   const bool differential =
       run.checks & (check_racecheck | check_racecheck_reorder | check_initcheck);
   if (!differential) {
-    run_parallel(k, grid, block, smem, ws, run.kernel, run.checks != 0, run);
+    run_parallel(k, grid, block, smem, p, run.kernel, run.checks != 0, run);
   } else {
     static std::mutex serial;  // snapshots assume no other launch writes device memory meanwhile
     std::lock_guard<std::mutex> lock(serial);
@@ -279,7 +286,7 @@ cudaError_t launch_grid(const KernelEntry& k, dim3 grid, dim3 block, std::size_t
     for (std::size_t i = 0; i < passes.size() && !run.aborted; ++i) {
       if (i > 0) restore(allocs, before);
       if (passes[i].hazard) hazard_begin(k.address, run);
-      run_serial(k, grid, block, smem, ws, run.kernel, passes[i], run);
+      run_serial(k, grid, block, smem, p, run.kernel, passes[i], run);
       if (passes[i].hazard) hazard_end();
       Image now = capture(allocs);
       if (i == 0)
@@ -310,3 +317,25 @@ cudaError_t launch_grid(const KernelEntry& k, dim3 grid, dim3 block, std::size_t
 }
 
 }  // namespace emu::detail
+
+namespace emu {
+
+cudaError_t set_max_dynamic_shared_memory(const Profile& p, const void* func, int value) {
+  if (!func)
+    return detail::set_error(cudaErrorInvalidDeviceFunction, "cudaFuncSetAttribute: func is null");
+  const long long stat = static_cast<long long>(detail::kernel_symbols(func).static_shared_bytes);
+  if (value < 0 || value + stat > p.shared_memory_per_block_optin) {
+    std::ostringstream o;
+    o << "cudaFuncSetAttribute(cudaFuncAttributeMaxDynamicSharedMemorySize, " << value
+      << "): profile '" << p.name << "' allows 0.." << p.shared_memory_per_block_optin - stat
+      << " bytes (shared_memory_per_block_optin " << p.shared_memory_per_block_optin;
+    if (stat) o << " less " << stat << " bytes of static __shared__ arrays";
+    o << ")";
+    return detail::set_error(cudaErrorInvalidValue, o.str());
+  }
+  std::lock_guard<std::mutex> lock(detail::g_attr_mutex);
+  detail::g_max_dynamic_smem[{p.name, func}] = value;
+  return cudaSuccess;
+}
+
+}  // namespace emu

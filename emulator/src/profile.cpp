@@ -148,7 +148,7 @@ std::vector<fs::path> search_dirs() {
 }
 
 std::mutex g_mutex;
-std::unique_ptr<Profile> g_current;
+std::unique_ptr<const Profile> g_current;
 
 void apply_overrides(Profile& p) {
   const char* e = std::getenv("EMU_PROFILE_SET");
@@ -246,24 +246,27 @@ Profile load_profile(const std::string& name_or_path) {
                      " (or a path to a .json file)");
 }
 
+Profile resolve_profile(const std::string& name_or_path) {
+  Profile p = load_profile(name_or_path);
+  apply_overrides(p);
+  return p;
+}
+
 void use_profile(const Profile& profile) {
+  auto p = std::make_unique<const Profile>(profile);
   std::lock_guard<std::mutex> lock(g_mutex);
-  g_current = std::make_unique<Profile>(profile);
+  g_current = std::move(p);
 }
 
 void use_profile(const std::string& name_or_path) {
-  Profile p = load_profile(name_or_path);
-  apply_overrides(p);
-  use_profile(p);
+  use_profile(resolve_profile(name_or_path));
 }
 
-const Profile& current_profile() {
+Profile current_profile() {
   std::lock_guard<std::mutex> lock(g_mutex);
   if (!g_current) {
     const char* e = std::getenv("EMU_PROFILE");
-    Profile p = load_profile(e && *e ? e : "h200");
-    apply_overrides(p);
-    g_current = std::make_unique<Profile>(p);
+    g_current = std::make_unique<const Profile>(resolve_profile(e && *e ? e : "h200"));
   }
   return *g_current;
 }

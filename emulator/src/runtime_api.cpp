@@ -8,15 +8,13 @@
 #include <mutex>
 #include <sstream>
 
+#include "emu/launch.h"
 #include "emu/profile.h"
 #include "elf_symbols.h"
 #include "internal.h"
 #include "tls.h"
 
 namespace emu::detail {
-
-extern std::mutex g_attr_mutex;
-extern std::map<const void*, int> g_max_dynamic_smem;
 
 namespace {
 std::mutex g_sync_mutex;
@@ -234,19 +232,5 @@ cudaError_t cudaFuncSetAttribute(const void* func, cudaFuncAttribute attr, int v
         cudaErrorInvalidValue,
         "cudaFuncSetAttribute: attr must be cudaFuncAttributeMaxDynamicSharedMemorySize "
         "or cudaFuncAttributePreferredSharedMemoryCarveout");
-  const emu::Profile& p = emu::current_profile();
-  const long long stat =
-      static_cast<long long>(emu::detail::kernel_symbols(func).static_shared_bytes);
-  if (value < 0 || value + stat > p.shared_memory_per_block_optin) {
-    std::ostringstream o;
-    o << "cudaFuncSetAttribute(cudaFuncAttributeMaxDynamicSharedMemorySize, " << value
-      << "): profile '" << p.name << "' allows 0.." << p.shared_memory_per_block_optin - stat
-      << " bytes (shared_memory_per_block_optin " << p.shared_memory_per_block_optin;
-    if (stat) o << " less " << stat << " bytes of static __shared__ arrays";
-    o << ")";
-    return set_error(cudaErrorInvalidValue, o.str());
-  }
-  std::lock_guard<std::mutex> lock(emu::detail::g_attr_mutex);
-  emu::detail::g_max_dynamic_smem[func] = value;
-  return cudaSuccess;
+  return emu::set_max_dynamic_shared_memory(emu::current_profile(), func, value);
 }

@@ -4,6 +4,7 @@
 
 #include <vector>
 #include "backends.h"
+#include "emu/profile.h"
 
 #ifndef PAGEDATTN_HAVE_CUDA
 #define PAGEDATTN_HAVE_CUDA 0
@@ -39,7 +40,7 @@ void check_indices_and_run(const AttentionParams& p, const Backend& backend,
     }
   }
   if (backend.kind == Backend::Kind::emulator) {
-    detail::emu_run(p, backend.profile);
+    detail::emu_run(p, backend);
   } else {
 #if PAGEDATTN_HAVE_CUDA
     detail::cuda_run(p, backend.stream);
@@ -48,6 +49,12 @@ void check_indices_and_run(const AttentionParams& p, const Backend& backend,
 }
 
 }  // namespace
+
+Backend Backend::emulator(const emu::Profile& profile) {
+  Backend b = emulator(profile.name);
+  b.device_profile = std::make_shared<const emu::Profile>(profile);
+  return b;
+}
 
 bool has_cuda_backend() {
   return PAGEDATTN_HAVE_CUDA != 0;

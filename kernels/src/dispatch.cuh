@@ -1,4 +1,5 @@
-// Runtime (dtype, cache format, head size, block size) -> one template instantiation.
+// Runtime (dtype, cache format, head size, block size) -> one template instantiation, for
+// exactly the head and block sizes of supported.h.
 // Instantiations are split per (scalar type, warp width) over small files so the build
 // parallelizes and stays incremental (instantiate.inc).
 #pragma once
@@ -7,6 +8,7 @@
 #include "attention_kernel.cuh"
 #include "dispatch.h"
 #include "kernel_args.h"
+#include "pagedattn/supported.h"
 #include "platform.cuh"
 #include "reduce_kernel.cuh"
 
@@ -16,75 +18,63 @@ namespace dispatch {
 
 template <class K>
 LaunchResult launch_with_smem(K kernel, const AttnArgs& args, dim3 grid, std::size_t smem,
-                              void* stream) {
-  cudaError_t e = allow_dynamic_smem(kernel, smem);
+                              const Device& dev) {
+  cudaError_t e = allow_dynamic_smem(kernel, smem, dev);
   if (e != cudaSuccess) return {e, LaunchStage::opt_in};
-  return {launch_kernel(kernel, grid, dim3(kThreadsPerBlock), smem, stream, args),
+  return {launch_kernel(kernel, grid, dim3(kThreadsPerBlock), smem, dev, args),
           LaunchStage::launch};
 }
 
-template <class scalar_t, class cache_t, int HS, int WARP>
-LaunchResult by_block(const AttnArgs& a, int block_size, dim3 g, std::size_t smem, void* st) {
-  switch (block_size) {
-    case 8:
-      return launch_with_smem(&attention_kernel<scalar_t, cache_t, HS, 8, WARP>, a, g, smem, st);
-    case 16:
-      return launch_with_smem(&attention_kernel<scalar_t, cache_t, HS, 16, WARP>, a, g, smem, st);
-    case 32:
-      return launch_with_smem(&attention_kernel<scalar_t, cache_t, HS, 32, WARP>, a, g, smem, st);
-    default:
-      return {cudaErrorInvalidValue, LaunchStage::launch};
+// The instantiation for (HS, B), or an error for a pair validation refuses (fp8 with a
+// head size its 16-element key chunks cannot tile: none is instantiated).
+template <class scalar_t, class cache_t, int WARP, int HS, int B>
+LaunchResult one(const AttnArgs& a, dim3 g, std::size_t smem, const Device& dev) {
+  if constexpr (HS % (16 / sizeof(cache_t)) == 0) {
+    return launch_with_smem(&attention_kernel<scalar_t, cache_t, HS, B, WARP>, a, g, smem, dev);
+  } else {
+    return {cudaErrorInvalidValue, LaunchStage::launch};
   }
 }
 
-template <class scalar_t, class cache_t, int WARP>
-LaunchResult by_head(const AttnArgs& a, int head_size, int block_size, dim3 g, std::size_t smem,
-                     void* st) {
-  switch (head_size) {
-    case 32:
-      return by_block<scalar_t, cache_t, 32, WARP>(a, block_size, g, smem, st);
-    case 64:
-      return by_block<scalar_t, cache_t, 64, WARP>(a, block_size, g, smem, st);
-    case 80:
-      return by_block<scalar_t, cache_t, 80, WARP>(a, block_size, g, smem, st);
-    case 96:
-      return by_block<scalar_t, cache_t, 96, WARP>(a, block_size, g, smem, st);
-    case 112:
-      return by_block<scalar_t, cache_t, 112, WARP>(a, block_size, g, smem, st);
-    case 120:  // fp8 (x = 16) cannot lay out 120 (validation rejects it): no instantiation
-      if constexpr (120 % (16 / sizeof(cache_t)) == 0) {
-        return by_block<scalar_t, cache_t, 120, WARP>(a, block_size, g, smem, st);
-      }
-      return {cudaErrorInvalidValue, LaunchStage::launch};
-    case 128:
-      return by_block<scalar_t, cache_t, 128, WARP>(a, block_size, g, smem, st);
-    case 192:
-      return by_block<scalar_t, cache_t, 192, WARP>(a, block_size, g, smem, st);
-    case 256:
-      return by_block<scalar_t, cache_t, 256, WARP>(a, block_size, g, smem, st);
-    default:
-      return {cudaErrorInvalidValue, LaunchStage::launch};
-  }
+template <class scalar_t, class cache_t, int WARP, int HS, int... B>
+LaunchResult by_block(IntList<B...>, const AttnArgs& a, int block_size, dim3 g, std::size_t smem,
+                      const Device& dev) {
+  LaunchResult r{cudaErrorInvalidValue, LaunchStage::launch};
+  (void)((block_size == B && (r = one<scalar_t, cache_t, WARP, HS, B>(a, g, smem, dev), true)) ||
+         ...);
+  return r;
+}
+
+// Every (head size, block size) of supported.h's lists, and nothing else.
+template <class scalar_t, class cache_t, int WARP, int... HS>
+LaunchResult by_head(IntList<HS...>, const AttnArgs& a, int head_size, int block_size, dim3 g,
+                     std::size_t smem, const Device& dev) {
+  LaunchResult r{cudaErrorInvalidValue, LaunchStage::launch};
+  (void)((head_size == HS &&
+          (r = by_block<scalar_t, cache_t, WARP, HS>(BlockSizeList{}, a, block_size, g, smem, dev),
+           true)) ||
+         ...);
+  return r;
 }
 
 }  // namespace dispatch
 
 template <class scalar_t, int WARP>
 LaunchResult launch_attention(const AttnArgs& args, int head_size, int block_size, bool fp8_cache,
-                              dim3 grid, std::size_t smem_bytes, void* stream) {
-  return fp8_cache ? dispatch::by_head<scalar_t, std::uint8_t, WARP>(args, head_size, block_size,
-                                                                     grid, smem_bytes, stream)
-                   : dispatch::by_head<scalar_t, scalar_t, WARP>(args, head_size, block_size, grid,
-                                                                 smem_bytes, stream);
+                              dim3 grid, std::size_t smem_bytes, const Device& dev) {
+  return fp8_cache ? dispatch::by_head<scalar_t, std::uint8_t, WARP>(
+                         HeadSizeList{}, args, head_size, block_size, grid, smem_bytes, dev)
+                   : dispatch::by_head<scalar_t, scalar_t, WARP>(HeadSizeList{}, args, head_size,
+                                                                 block_size, grid, smem_bytes, dev);
 }
 
 template <class scalar_t, int WARP>
 LaunchResult launch_reduce(const ReduceArgs& args, dim3 grid, std::size_t smem_bytes,
-                           void* stream) {
+                           const Device& dev) {
   auto kernel = &reduce_kernel<scalar_t, WARP>;
-  cudaError_t e = allow_dynamic_smem(kernel, smem_bytes);
+  cudaError_t e = allow_dynamic_smem(kernel, smem_bytes, dev);
   if (e != cudaSuccess) return {e, LaunchStage::opt_in};
-  return {launch_kernel(kernel, grid, dim3(kThreadsPerBlock), smem_bytes, stream, args),
+  return {launch_kernel(kernel, grid, dim3(kThreadsPerBlock), smem_bytes, dev, args),
           LaunchStage::launch};
 }
 

@@ -18,9 +18,10 @@ struct LaunchResult {
 
 template <class scalar_t, int WARP>
 LaunchResult launch_attention(const AttnArgs& args, int head_size, int block_size, bool fp8_cache,
-                              dim3 grid, std::size_t smem_bytes, void* stream);
+                              dim3 grid, std::size_t smem_bytes, const Device& device);
 
 template <class scalar_t, int WARP>
-LaunchResult launch_reduce(const ReduceArgs& args, dim3 grid, std::size_t smem_bytes, void* stream);
+LaunchResult launch_reduce(const ReduceArgs& args, dim3 grid, std::size_t smem_bytes,
+                           const Device& device);
 
 }  // namespace pagedattn::detail::PAGEDATTN_EXEC_NS

@@ -21,7 +21,7 @@ void cuda_run(const AttentionParams& p, void* stream) {
   }
   cuda_exec::Target t;
   t.warp_size = PAGEDATTN_TARGET_WARP;
-  t.stream = stream;
+  t.device.stream = stream;
   t.smem_optin = optin;
   t.detail = &cuda_detail;
   cuda_exec::run(p, t);

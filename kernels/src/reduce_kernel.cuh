@@ -6,13 +6,14 @@
 // Grid (num_heads, num_seqs), kThreadsPerBlock threads.
 #pragma once
 #include <cstdint>
-#include "attention_kernel.cuh"  // smem, imin
+#include "block_collective.cuh"
 #include "convert.cuh"
+#include "device_math.cuh"
 #include "kernel_args.h"
 #include "pagedattn/lse_state.h"
 #include "pagedattn/resources.h"
+#include "pagedattn/supported.h"
 #include "platform.cuh"
-#include "warp_reduce.cuh"
 
 namespace pagedattn::detail::PAGEDATTN_EXEC_NS {
 
@@ -26,11 +27,13 @@ template <class scalar_t, int WARP>
 __global__ void __launch_bounds__(kThreadsPerBlock) reduce_kernel(const ReduceArgs a) {
   using Ops = ScalarOps<scalar_t>;
   constexpr int NUM_THREADS = kThreadsPerBlock;
-  constexpr int NUM_WARPS = NUM_THREADS / WARP;
-  constexpr int MAX_ROWS_PER_THREAD = 256 / NUM_THREADS;  // head sizes up to 256
+  // Output elements per thread: enough for every supported head size (supported.h), so a
+  // larger head size in the list grows it instead of leaving rows unwritten.
+  constexpr int MAX_ROWS_PER_THREAD = (kMaxHeadSize + NUM_THREADS - 1) / NUM_THREADS;
+  static_assert(MAX_ROWS_PER_THREAD * NUM_THREADS >= kMaxHeadSize, "every head element");
 
-  float* red = reinterpret_cast<float*>(smem);     // [NUM_WARPS]
-  float* weights = red + reduce_red_floats(WARP);  // [NUM_THREADS]
+  float* const shared = reinterpret_cast<float*>(smem);
+  float* weights = shared + reduce_red_floats(WARP);  // [NUM_THREADS]
 
   const int head = blockIdx.x;
   const int seq = blockIdx.y;
@@ -66,14 +69,10 @@ __global__ void __launch_bounds__(kThreadsPerBlock) reduce_kernel(const ReduceAr
 
   // Pass 1: the exact global max. fmaxf skips NaN maxima: a poisoned state is carried by
   // its weight instead.
+  BlockCollective<WARP> coll(shared);
   float local_max = -INFINITY;
   for (int p = tid; p < num_parts; p += NUM_THREADS) local_max = fmaxf(local_max, max_logits[p]);
-  local_max = group_max<WARP>(local_max);
-  if (tid % WARP == 0) red[tid / WARP] = local_max;
-  __syncthreads();
-  float M = red[0];
-#pragma unroll
-  for (int w = 1; w < NUM_WARPS; ++w) M = fmaxf(M, red[w]);
+  const float M = coll.max(local_max);
 
   // Pass 2: the fold of lse_state.h's WeightedSum, weights a chunk at a time; each thread
   // accumulates its output rows and (the same in every thread, same order) the total.
@@ -103,19 +102,13 @@ __global__ void __launch_bounds__(kThreadsPerBlock) reduce_kernel(const ReduceAr
 
   // A sum that is not finite while the total is: a NaN or inf output element in a live
   // state (its row is poisoned), or finite partials near FLT_MAX whose weighted sum
-  // overflowed. Block-wide flag through red (every thread read M from it before the first
-  // chunk's barrier).
-  float flag = 0.f;
+  // overflowed.
+  bool flag = false;
 #pragma unroll
   for (int k = 0; k < MAX_ROWS_PER_THREAD; ++k) {
-    if (tid + k * NUM_THREADS < hs && !finite(sum.acc[k])) flag = 1.f;
+    if (tid + k * NUM_THREADS < hs && !finite(sum.acc[k])) flag = true;
   }
-  flag = group_max<WARP>(flag);
-  if (tid % WARP == 0) red[tid / WARP] = flag;
-  __syncthreads();
-  bool rare = false;
-#pragma unroll
-  for (int w = 0; w < NUM_WARPS; ++w) rare = rare || red[w] != 0.f;
+  const bool rare = coll.any(flag);
   if (rare && sum.total == sum.total) {  // block-uniform
     // Rare path: the same fold on partials scaled by 2^-64 (weights are <= total and
     // partials <= FLT_MAX, so no finite input overflows now); what is still not finite
@@ -131,18 +124,12 @@ __global__ void __launch_bounds__(kThreadsPerBlock) reduce_kernel(const ReduceAr
         if (d < hs) scaled.add_output(k, w, load_tmp<scalar_t>(a, (state0 + p) * hs + d) * down);
       }
     }
-    float bad = 0.f;
+    bool bad = false;
 #pragma unroll
     for (int k = 0; k < MAX_ROWS_PER_THREAD; ++k) {
-      if (tid + k * NUM_THREADS < hs && !finite(scaled.acc[k])) bad = 1.f;
+      if (tid + k * NUM_THREADS < hs && !finite(scaled.acc[k])) bad = true;
     }
-    bad = group_max<WARP>(bad);
-    __syncthreads();  // every thread has read the flags
-    if (tid % WARP == 0) red[tid / WARP] = bad;
-    __syncthreads();
-    bool poisoned = false;
-#pragma unroll
-    for (int w = 0; w < NUM_WARPS; ++w) poisoned = poisoned || red[w] != 0.f;
+    const bool poisoned = coll.any(bad);
 #pragma unroll
     for (int k = 0; k < MAX_ROWS_PER_THREAD; ++k) {
       const int d = tid + k * NUM_THREADS;

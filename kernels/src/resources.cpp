@@ -2,30 +2,28 @@
 
 namespace pagedattn {
 
-LaunchResources v1_resources(int warp_size, int num_seqs, int num_heads, int head_size,
-                             int block_size, std::int64_t max_seq_len) {
+LaunchResources v1_resources(int warp_size, const Workload& w) {
   LaunchResources r;
-  r.kernel = "paged_attention_v1";
-  r.grid = {static_cast<unsigned>(num_heads), static_cast<unsigned>(num_seqs), 1};
-  r.dynamic_smem_bytes =
-      attention_smem_bytes(warp_size, head_size, v1_partition_tokens(block_size, max_seq_len));
+  r.kernel = Kernel::v1;
+  r.grid = {static_cast<unsigned>(w.num_heads), static_cast<unsigned>(w.num_seqs), 1};
+  r.dynamic_smem_bytes = attention_smem_bytes(warp_size, w.head_size,
+                                              v1_partition_tokens(w.block_size, w.max_seq_len));
   return r;
 }
 
-LaunchResources v2_resources(int warp_size, int num_seqs, int num_heads, int head_size,
-                             std::int64_t max_seq_len, int partition_size) {
+LaunchResources v2_resources(int warp_size, const Workload& w) {
   LaunchResources r;
-  r.kernel = "paged_attention_v2";
-  r.grid = {static_cast<unsigned>(num_heads), static_cast<unsigned>(num_seqs),
-            static_cast<unsigned>(max_num_partitions(max_seq_len, partition_size))};
-  r.dynamic_smem_bytes = attention_smem_bytes(warp_size, head_size, partition_size);
+  r.kernel = Kernel::v2;
+  r.grid = {static_cast<unsigned>(w.num_heads), static_cast<unsigned>(w.num_seqs),
+            static_cast<unsigned>(max_num_partitions(w.max_seq_len, w.partition_size))};
+  r.dynamic_smem_bytes = attention_smem_bytes(warp_size, w.head_size, w.partition_size);
   return r;
 }
 
-LaunchResources reduce_resources(int warp_size, int num_seqs, int num_heads) {
+LaunchResources reduce_resources(int warp_size, const Workload& w) {
   LaunchResources r;
-  r.kernel = "paged_attention_v2_reduce";
-  r.grid = {static_cast<unsigned>(num_heads), static_cast<unsigned>(num_seqs), 1};
+  r.kernel = Kernel::reduce;
+  r.grid = {static_cast<unsigned>(w.num_heads), static_cast<unsigned>(w.num_seqs), 1};
   r.dynamic_smem_bytes = reduce_smem_bytes(warp_size);
   return r;
 }
@@ -41,10 +39,10 @@ std::int64_t v1_max_seq_len(int warp_size, int head_size, int block_size,
   return tokens;
 }
 
-std::int64_t vllm_v1_smem_bytes(int warp_size, int head_size, int block_size,
-                                std::int64_t max_seq_len) {
-  const std::int64_t logits = round_up(max_seq_len, block_size) * 4;
-  const std::int64_t outputs = static_cast<std::int64_t>(num_warps(warp_size) / 2) * head_size * 4;
+std::int64_t vllm_v1_smem_bytes(int warp_size, const Workload& w) {
+  const std::int64_t logits = round_up(w.max_seq_len, w.block_size) * 4;
+  const std::int64_t outputs =
+      static_cast<std::int64_t>(num_warps(warp_size) / 2) * w.head_size * 4;
   return logits > outputs ? logits : outputs;
 }
 

@@ -12,7 +12,7 @@ namespace pagedattn::detail::PAGEDATTN_EXEC_NS {
 
 struct Target {
   int warp_size = 32;
-  void* stream = nullptr;
+  Device device;  // the stream (CUDA) or the profile (emulator) every launch gets
   long long smem_optin = 48 * 1024;  // the device's per-block dynamic shared-memory ceiling
   std::string (*detail)(cudaError_t) = nullptr;  // the executor's own words for an error
 };
@@ -70,16 +70,16 @@ inline ReduceArgs make_reduce_args(const AttentionParams& p) {
 
 template <int WARP>
 LaunchResult attention_for_warp(const AttentionParams& p, const AttnArgs& a, dim3 grid,
-                                std::size_t smem, void* stream) {
+                                std::size_t smem, const Device& dev) {
   const bool fp8 = p.cache != CacheFormat::same;
   switch (p.scalar) {
     case DType::f32:
-      return launch_attention<float, WARP>(a, p.head_size, p.block_size, fp8, grid, smem, stream);
+      return launch_attention<float, WARP>(a, p.head_size, p.block_size, fp8, grid, smem, dev);
     case DType::f16:
-      return launch_attention<__half, WARP>(a, p.head_size, p.block_size, fp8, grid, smem, stream);
+      return launch_attention<__half, WARP>(a, p.head_size, p.block_size, fp8, grid, smem, dev);
     case DType::bf16:
       return launch_attention<__nv_bfloat16, WARP>(a, p.head_size, p.block_size, fp8, grid, smem,
-                                                   stream);
+                                                   dev);
     default:
       return {cudaErrorInvalidValue, LaunchStage::launch};
   }
@@ -87,14 +87,14 @@ LaunchResult attention_for_warp(const AttentionParams& p, const AttnArgs& a, dim
 
 template <int WARP>
 LaunchResult reduce_for_warp(const AttentionParams& p, const ReduceArgs& r, dim3 grid,
-                             std::size_t smem, void* stream) {
+                             std::size_t smem, const Device& dev) {
   switch (p.scalar) {
     case DType::f32:
-      return launch_reduce<float, WARP>(r, grid, smem, stream);
+      return launch_reduce<float, WARP>(r, grid, smem, dev);
     case DType::f16:
-      return launch_reduce<__half, WARP>(r, grid, smem, stream);
+      return launch_reduce<__half, WARP>(r, grid, smem, dev);
     case DType::bf16:
-      return launch_reduce<__nv_bfloat16, WARP>(r, grid, smem, stream);
+      return launch_reduce<__nv_bfloat16, WARP>(r, grid, smem, dev);
     default:
       return {cudaErrorInvalidValue, LaunchStage::launch};
   }
@@ -106,8 +106,8 @@ inline dim3 to_dim3(const Dim3& d) {
 
 [[noreturn]] inline void throw_launch_error(const AttentionParams& p, const LaunchResources& res,
                                             const Target& t, LaunchResult r) {
-  std::string msg = std::string("pagedattn: ") + res.kernel + " launch refused (" +
-                    cudaGetErrorName(r.error) + ")";
+  std::string msg = std::string("pagedattn: ") + kernel_entry_name(res.kernel) +
+                    " launch refused (" + cudaGetErrorName(r.error) + ")";
   if (r.stage == LaunchStage::opt_in || res.dynamic_smem_bytes > t.smem_optin) {
     msg += ": it needs " + std::to_string(res.dynamic_smem_bytes) +
            " bytes of dynamic shared memory per block and the device allows " +
@@ -126,21 +126,18 @@ template <int WARP>
 void run_for_warp(const AttentionParams& p, const Target& t) {
   if (p.num_seqs == 0) return;  // an empty batch: nothing to launch (grid y would be 0)
   if (p.kernel == Kernel::v1 || p.kernel == Kernel::v2) {
-    const LaunchResources res =
-        p.kernel == Kernel::v1
-            ? v1_resources(WARP, p.num_seqs, p.num_heads, p.head_size, p.block_size, p.max_seq_len)
-            : v2_resources(WARP, p.num_seqs, p.num_heads, p.head_size, p.max_seq_len,
-                           p.partition_size);
+    const LaunchResources res = p.kernel == Kernel::v1 ? v1_resources(WARP, p.workload())
+                                                       : v2_resources(WARP, p.workload());
     if (res.grid.z > 0) {  // V2 with max_seq_len 0 has no partitions; the reduce writes 0
       const LaunchResult r = attention_for_warp<WARP>(p, make_attn_args(p), to_dim3(res.grid),
-                                                      res.dynamic_smem_bytes, t.stream);
+                                                      res.dynamic_smem_bytes, t.device);
       if (r.error != cudaSuccess) throw_launch_error(p, res, t, r);
     }
     if (p.kernel == Kernel::v1) return;
   }
-  const LaunchResources res = reduce_resources(WARP, p.num_seqs, p.num_heads);
+  const LaunchResources res = reduce_resources(WARP, p.workload());
   const LaunchResult r = reduce_for_warp<WARP>(p, make_reduce_args(p), to_dim3(res.grid),
-                                               res.dynamic_smem_bytes, t.stream);
+                                               res.dynamic_smem_bytes, t.device);
   if (r.error != cudaSuccess) throw_launch_error(p, res, t, r);
 }
 

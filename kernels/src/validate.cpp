@@ -152,9 +152,7 @@ AttentionParams validate_attention(Kernel kernel, const AttentionCall& call,
   }
   p.scalar = query.dtype;
   const std::int64_t S = query.shape[0], H = query.shape[1], D = query.shape[2];
-  bool head_ok = false;
-  for (int h : kHeadSizes) head_ok |= h == D;
-  if (!head_ok) {
+  if (!HeadSizeList::contains(D)) {
     fail("head_size (query.size(2)) must be one of " +
          set_string(std::begin(kHeadSizes), std::end(kHeadSizes)) + ", got " + std::to_string(D));
   }
@@ -178,9 +176,7 @@ AttentionParams validate_attention(Kernel kernel, const AttentionCall& call,
   require_contiguous(out, "out");
   p.out = out.data;
 
-  bool block_ok = false;
-  for (int b : kBlockSizes) block_ok |= b == block_size;
-  if (!block_ok) {
+  if (!BlockSizeList::contains(block_size)) {
     fail("block_size must be one of " + set_string(std::begin(kBlockSizes), std::end(kBlockSizes)) +
          ", got " + std::to_string(block_size));
   }
@@ -332,9 +328,7 @@ AttentionParams validate_reduce(const TensorView& out, const TensorView& exp_sum
   }
   require_contiguous(out, "out");
   const std::int64_t S = out.shape[0], H = out.shape[1], D = out.shape[2];
-  bool head_ok = false;
-  for (int h : kHeadSizes) head_ok |= h == D;
-  if (!head_ok) {
+  if (!HeadSizeList::contains(D)) {
     fail("head_size (out.size(2)) must be one of " +
          set_string(std::begin(kHeadSizes), std::end(kHeadSizes)) + ", got " + std::to_string(D));
   }

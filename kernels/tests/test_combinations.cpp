@@ -5,6 +5,7 @@
 
 #include <tuple>
 #include <vector>
+#include "pagedattn/supported.h"
 #include "pagedattn_testing/judge.h"
 #include "pagedattn_testing/run.h"
 #include "pagedattn_testing/kernel_under_test.h"
@@ -58,9 +59,9 @@ std::vector<Combo> supported_combos() {
   std::vector<Combo> v;
   for (DType t : {DType::f32, DType::f16, DType::bf16}) {
     for (CacheFormat c : {CacheFormat::same, CacheFormat::fp8_e4m3, CacheFormat::fp8_e5m2}) {
-      for (int h : {32, 64, 80, 96, 112, 120, 128, 192, 256}) {
+      for (int h : kHeadSizes) {  // supported.h: what dispatch and validation take
         if (c != CacheFormat::same && h % 16 != 0) continue;
-        for (int b : {8, 16, 32}) v.emplace_back(t, c, h, b);
+        for (int b : kBlockSizes) v.emplace_back(t, c, h, b);
       }
     }
   }

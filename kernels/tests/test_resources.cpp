@@ -16,14 +16,22 @@ TEST(Resources, LayoutNumbers) {
   EXPECT_EQ(attention_smem_bytes(32, 128, 512), 4 * (8 + 128 + 512));
   // warp 64: 2 warps -> 4 floats; P.V scratch (1 * 256) exceeds 64 logits.
   EXPECT_EQ(attention_smem_bytes(64, 256, 64), 4 * (4 + 256 + 256));
-  const LaunchResources v2 = v2_resources(32, 3, 8, 128, 1025, 512);
+  Workload w;
+  w.num_seqs = 3;
+  w.num_heads = 8;
+  w.head_size = 128;
+  w.max_seq_len = 1025;
+  w.partition_size = 512;
+  const LaunchResources v2 = v2_resources(32, w);
   EXPECT_EQ(v2.grid.x, 8u);
   EXPECT_EQ(v2.grid.y, 3u);
   EXPECT_EQ(v2.grid.z, 3u);
   EXPECT_EQ(v2.threads_per_block, 128);
-  const LaunchResources r = reduce_resources(64, 3, 8);
+  const LaunchResources r = reduce_resources(64, w);
   EXPECT_EQ(r.dynamic_smem_bytes, 4 * (4 + 128));  // independent of the length
-  const LaunchResources v1 = v1_resources(64, 1, 1, 128, 16, 100);
+  w.block_size = 16;
+  w.max_seq_len = 100;
+  const LaunchResources v1 = v1_resources(64, w);
   EXPECT_EQ(v1.dynamic_smem_bytes, attention_smem_bytes(64, 128, 112));
 }
 
@@ -46,8 +54,8 @@ TEST(Resources, V1MaxSeqLenIsTheLastLengthThatFits) {
 // with a message naming shared memory, and writes nothing.
 TEST(Resources, V1RefusedOnBiV100JustPastItsSharedMemory) {
   emu::use_profile("bi-v100");
-  // A copy: every launch calls use_profile, which frees the profile a reference would
-  // name (AddressSanitizer's heap-use-after-free, scripts/test.d/20-sanitizers.sh).
+  // current_profile() returns a copy (a reference into the emulator once dangled after the
+  // next use_profile: AddressSanitizer's heap-use-after-free, scripts/test.d/20-sanitizers.sh).
   const emu::Profile prof = emu::current_profile();
   ASSERT_EQ(prof.warp_size, 64);
   testing::UniformSpec c;
@@ -78,22 +86,43 @@ TEST(Resources, V1RefusedOnBiV100JustPastItsSharedMemory) {
   EXPECT_NO_THROW(testing::run_kernel(refused, Kernel::v2, "bi-v100", v2));
 }
 
+// num_seqs, num_heads, max_seq_len; head 128, block 16, partitions of 512.
+Workload call(int num_seqs, int num_heads, std::int64_t max_seq_len) {
+  Workload w;
+  w.num_seqs = num_seqs;
+  w.num_heads = num_heads;
+  w.num_kv_heads = 1;
+  w.head_size = 128;
+  w.block_size = 16;
+  w.max_seq_len = max_seq_len;
+  w.partition_size = 512;
+  return w;
+}
+
+// Each rule decides where it should, and says so as a typed rule (which the perf::Device
+// overload branches on) and in words.
 TEST(VersionSelect, FollowsTheDeviceFacts) {
   DeviceFacts bi{"bi-v100", 64, 16, 48 * 1024};
   DeviceFacts h200{"h200", 32, 132, 227 * 1024};
+  const auto expect = [](const VersionChoice& c, Version v, VersionRule rule) {
+    EXPECT_EQ(c.version, v) << c.reason;
+    EXPECT_EQ(c.rule, rule) << c.reason;
+    EXPECT_FALSE(c.reason.empty());
+  };
   // A long context on BI-V100: V1 does not fit, V2 (vLLM's rule would pick V1 and fail).
-  EXPECT_EQ(choose_version(bi, 64, 32, 128, 16, 8192).version, Version::v1);  // 32 KB fits
-  EXPECT_EQ(choose_version(bi, 64, 32, 128, 16, 16384).version, Version::v2);
-  EXPECT_EQ(vllm_choose_version(64, 32, 8192), Version::v1);
+  expect(choose_version(bi, call(64, 32, 8192)), Version::v1,
+         VersionRule::grid_fills_device);  // 32 KB fits
+  expect(choose_version(bi, call(64, 32, 16384)), Version::v2, VersionRule::v1_does_not_fit);
+  EXPECT_EQ(vllm_choose_version(call(64, 32, 8192)), Version::v1);
   // One partition: V1.
-  EXPECT_EQ(choose_version(h200, 1, 8, 128, 16, 300).version, Version::v1);
+  expect(choose_version(h200, call(1, 8, 300)), Version::v1, VersionRule::one_partition);
   // Few blocks, several partitions: V2 adds parallelism.
-  EXPECT_EQ(choose_version(h200, 1, 8, 128, 16, 4000).version, Version::v2);
+  expect(choose_version(h200, call(1, 8, 4000)), Version::v2, VersionRule::grid_needs_partitions);
   // Many blocks: V1.
-  EXPECT_EQ(choose_version(h200, 64, 32, 128, 16, 4000).version, Version::v1);
+  expect(choose_version(h200, call(64, 32, 4000)), Version::v1, VersionRule::grid_fills_device);
   // Past 8192 tokens: V2 (kept from vLLM).
-  EXPECT_EQ(choose_version(h200, 64, 32, 128, 16, 10000).version, Version::v2);
-  EXPECT_FALSE(choose_version(bi, 1, 1, 128, 16, 100000).reason.empty());
+  expect(choose_version(h200, call(64, 32, 10000)), Version::v2, VersionRule::long_sequence);
+  expect(choose_version(bi, call(1, 1, 100000)), Version::v2, VersionRule::v1_does_not_fit);
 }
 
 }  // namespace

@@ -36,6 +36,7 @@
 #include "../../gpu_bench/cuda_check.h"
 #include "../tests/reduce_bound.h"
 #include "pagedattn/resources.h"
+#include "pagedattn/supported.h"
 #include "pagedattn_testing/judge.h"
 #include "pagedattn_testing/run.h"
 #include "pagedattn_testing/uniform_case.h"
@@ -337,7 +338,7 @@ int main(int argc, char** argv) {
   // (sanitizer). seq_lens 1 (one token), 300 and 777 (partial blocks, several partitions
   // of 256, empty partitions past the shorter sequences); GQA 4 over 2.
   const std::vector<int> heads = grid == "full"
-                                     ? std::vector<int>{32, 64, 80, 96, 112, 120, 128, 192, 256}
+                                     ? std::vector<int>(kHeadSizes.begin(), kHeadSizes.end())
                                      : std::vector<int>{64, 128, 256};
   const std::vector<int> lens = small ? std::vector<int>{1, 300} : std::vector<int>{1, 300, 777};
   int n = 0;

@@ -1,5 +1,5 @@
 // The model's arithmetic (assumptions in perfmodel/README.md). All sequences of a workload
-// have seq_len tokens; every (sequence, head) block of a kernel is alike.
+// have max_seq_len tokens; every (sequence, head) block of a kernel is alike.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -59,9 +59,9 @@ void finish(const Device& d, KernelEstimate& k, double avg_block_cycles, double 
   const double overlap =
       std::max(1.0, std::min({d.param("block_overlap"), double(k.resident_blocks_per_sm), per_sm}));
   k.t_issue_us = std::max(per_sm * avg_block_cycles / overlap, max_block_cycles) / d.clock_mhz;
-  double bw = d.param("memory_bandwidth_gbps");
-  if (bw <= 0) bw = d.memory_bandwidth_gbps;
-  k.t_memory_us = k.dram_bytes / (bw * d.param("bandwidth_efficiency") * 1e3);
+  // One bandwidth figure (the profile's memory_bandwidth_gbps): the time divides by what a
+  // copy reaches of it, the fraction below is of it.
+  k.t_memory_us = k.dram_bytes / (d.memory_bandwidth_gbps * d.param("bandwidth_efficiency") * 1e3);
   k.t_flops_us = k.flops / (d.fp32_tflops * 1e6);
   k.t_launch_us = d.param("launch_overhead_us");
   double t = k.t_issue_us;
@@ -77,12 +77,12 @@ void finish(const Device& d, KernelEstimate& k, double avg_block_cycles, double 
 Estimate estimate(const Device& d, const Workload& w) {
   Estimate e;
   const double heads = double(w.num_seqs) * w.num_heads;
-  const double L = double(w.seq_len);
+  const double L = double(w.max_seq_len);
   // K and V once per KV head: a group's query heads run side by side (blockIdx.x) and
   // re-read the same cache lines, assumed served by L2.
   const double kv_bytes = 2.0 * w.num_seqs * w.num_kv_heads * L * w.head_size * w.cache_elem_bytes;
   const double table_bytes =
-      4.0 * w.num_seqs * double(ceil_div(std::max<std::int64_t>(w.seq_len, 1), w.block_size));
+      4.0 * w.num_seqs * double(ceil_div(std::max<std::int64_t>(w.max_seq_len, 1), w.block_size));
   const double q_bytes = heads * w.head_size * w.io_elem_bytes;
   const double out_bytes = q_bytes;
   // q.k and p.v: one multiply-add each per token, head element and head.
@@ -91,18 +91,18 @@ Estimate estimate(const Device& d, const Workload& w) {
   const double fixed = d.param("block_fixed_cycles");
 
   KernelEstimate& v1 = e.v1;
-  v1.kernel = "v1";
+  v1.kernel = Kernel::v1;
   v1.blocks = static_cast<std::int64_t>(heads);
-  v1.smem_bytes =
-      attention_smem_bytes(d.warp_size, w.head_size, v1_partition_tokens(w.block_size, w.seq_len));
+  v1.smem_bytes = attention_smem_bytes(d.warp_size, w.head_size,
+                                       v1_partition_tokens(w.block_size, w.max_seq_len));
   v1.dram_bytes = kv_bytes + table_bytes + q_bytes + out_bytes;
   v1.flops = attn_flops;
   finish(d, v1, fixed + L * token_cycles, fixed + L * token_cycles);
 
   const std::int64_t parts =
-      std::max<std::int64_t>(max_num_partitions(w.seq_len, w.partition_size), 1);
+      std::max<std::int64_t>(max_num_partitions(w.max_seq_len, w.partition_size), 1);
   KernelEstimate& v2 = e.v2;
-  v2.kernel = "v2";
+  v2.kernel = Kernel::v2;
   v2.blocks = static_cast<std::int64_t>(heads) * parts;
   v2.smem_bytes = attention_smem_bytes(d.warp_size, w.head_size, w.partition_size);
   // Partials: fp32 head_size-vector plus max and exp-sum per (head, partition).
@@ -110,10 +110,10 @@ Estimate estimate(const Device& d, const Workload& w) {
   v2.dram_bytes = kv_bytes + table_bytes + q_bytes + partial_bytes;
   v2.flops = attn_flops;
   finish(d, v2, fixed + L / parts * token_cycles,
-         fixed + double(std::min<std::int64_t>(w.seq_len, w.partition_size)) * token_cycles);
+         fixed + double(std::min<std::int64_t>(w.max_seq_len, w.partition_size)) * token_cycles);
 
   KernelEstimate& r = e.reduce;
-  r.kernel = "reduce";
+  r.kernel = Kernel::reduce;
   r.blocks = static_cast<std::int64_t>(heads);
   r.smem_bytes = reduce_smem_bytes(d.warp_size);
   r.dram_bytes = partial_bytes + out_bytes;
@@ -131,7 +131,7 @@ Estimate estimate(const Device& d, const Workload& w) {
 std::int64_t crossover_seq_len(const Device& device, Workload w, std::int64_t max_len,
                                std::int64_t step) {
   for (std::int64_t L = step; L <= max_len; L += step) {
-    w.seq_len = L;
+    w.max_seq_len = L;
     const Estimate e = estimate(device, w);
     if (e.v2_us < e.v1_us) return L;
   }

@@ -32,7 +32,6 @@ const std::map<std::string, Param>& default_params() {
       {"launch_overhead_us", {4, "typical CUDA launch plus tail, assumed", "medium"}},
       {"bandwidth_efficiency",
        {0.9, "a device-to-device copy reaches about 90% of the claim", "medium"}},
-      {"memory_bandwidth_gbps", {0, "0: use the profile's memory_bandwidth_gbps", "n/a"}},
       {"registers_per_thread",
        {128,
         "assumed for the attention kernel (nvcc --resource-usage "

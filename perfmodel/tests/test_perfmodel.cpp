@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
+#include <stdexcept>
+#include <string>
 
 #include "emu/profile.h"
 #include "pagedattn/perfmodel.h"
@@ -38,7 +41,7 @@ Workload small() {
   w.num_kv_heads = 1;
   w.head_size = 128;
   w.block_size = 16;
-  w.seq_len = 1024;
+  w.max_seq_len = 1024;
   w.partition_size = 512;
   w.cache_elem_bytes = 2;
   w.io_elem_bytes = 2;
@@ -94,7 +97,7 @@ TEST(PerfModel, OccupancyLimiters) {
   EXPECT_EQ(e.v2.occupancy_limiter, "registers");
   EXPECT_DOUBLE_EQ(e.v2.occupancy, 4 * 128 / 2048.0);
   EXPECT_DOUBLE_EQ(e.v2.waves, 4 / (4.0 * 4));
-  w.seq_len = 12000;
+  w.max_seq_len = 12000;
   e = estimate(d, w);
   EXPECT_EQ(e.v1.resident_blocks_per_sm, 1);
   EXPECT_EQ(e.v1.occupancy_limiter, "shared memory");
@@ -112,6 +115,32 @@ TEST(PerfModel, MemoryBoundIsBandwidth) {
   EXPECT_EQ(e.v2.bound, "memory");
   EXPECT_DOUBLE_EQ(e.v2.t_memory_us, e.v2.dram_bytes / (1000 * 1e3));
   EXPECT_LT(e.v2.bandwidth_fraction, 1.0);
+  // Time and fraction use the one bandwidth figure: with no launch overhead a memory-bound
+  // kernel reaches exactly bandwidth_efficiency of it (a model timing with one bandwidth
+  // and reporting against another, as bi-v100's two fields once did, misses this).
+  d.model["launch_overhead_us"].value = 0;
+  d.model["bandwidth_efficiency"].value = 0.5;
+  const Estimate half = estimate(d, w);
+  ASSERT_EQ(half.v2.bound, "memory");
+  EXPECT_DOUBLE_EQ(half.v2.bandwidth_fraction, 0.5);
+}
+
+// A second bandwidth in a profile's performance_model is refused, naming the allowed fields.
+TEST(PerfModel, OneBandwidthField) {
+  const std::string path = ::testing::TempDir() + "two_bandwidths.json";
+  {
+    std::ofstream f(path);
+    f << R"({"name": "two-bandwidths", "warp_size": 64,
+             "performance_model": {"memory_bandwidth_gbps": 584}})";
+  }
+  try {
+    load_device(path);
+    FAIL() << "a performance_model memory_bandwidth_gbps was accepted";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown field 'memory_bandwidth_gbps'"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 // V1 stops exactly where the kernels' own limit says (resources.h), on every profile.
@@ -121,10 +150,10 @@ TEST(PerfModel, V1LaunchableExactlyToTheKernelLimit) {
     const std::int64_t limit =
         v1_max_seq_len(d.warp_size, 128, 16, d.shared_memory_per_block_optin);
     Workload w = small();
-    w.seq_len = limit;
+    w.max_seq_len = limit;
     EXPECT_TRUE(estimate(d, w).v1.launchable) << name;
     EXPECT_TRUE(std::isfinite(estimate(d, w).v1_us)) << name;
-    w.seq_len = limit + 1;
+    w.max_seq_len = limit + 1;
     EXPECT_FALSE(estimate(d, w).v1.launchable) << name;
     EXPECT_TRUE(std::isinf(estimate(d, w).v1_us)) << name;
     EXPECT_NE(estimate(d, w).v1.reason.find("shared memory"), std::string::npos);
@@ -138,14 +167,14 @@ TEST(PerfModel, MonotoneInSeqLenAndBatch) {
     Workload w;
     double prev1 = 0, prev2 = 0;
     for (std::int64_t L = 1; L <= 1000000; L = L * 3 / 2 + 1) {
-      w.seq_len = L;
+      w.max_seq_len = L;
       const Estimate e = estimate(d, w);
       if (e.v1.launchable) EXPECT_GE(e.v1_us, prev1) << name << " L=" << L;
       EXPECT_GE(e.v2_us, prev2) << name << " L=" << L;
       prev1 = e.v1.launchable ? e.v1_us : prev1;
       prev2 = e.v2_us;
     }
-    w.seq_len = 4096;
+    w.max_seq_len = 4096;
     prev2 = 0;
     for (int b = 1; b <= 256; b *= 2) {
       w.num_seqs = b;
@@ -156,11 +185,12 @@ TEST(PerfModel, MonotoneInSeqLenAndBatch) {
   }
 }
 
-// The profiles carry the model's fields with their sources; BI-V100 uses the measured
-// 584 GB/s, not the vendor's 1200.
+// The profiles carry the model's fields with their sources; BI-V100's one bandwidth figure
+// is the vendor's 1200 GB/s and the model reaches the measured 584 of it.
 TEST(PerfModel, ProfilesCarryModelFields) {
   const Device bi = load_device("bi-v100");
-  EXPECT_EQ(bi.param("memory_bandwidth_gbps"), 584);
+  EXPECT_EQ(bi.memory_bandwidth_gbps, 1200);
+  EXPECT_NEAR(bi.memory_bandwidth_gbps * bi.param("bandwidth_efficiency"), 584, 1e-9);
   EXPECT_FALSE(bi.model.at("cycles_per_token").source.empty());
   EXPECT_EQ(bi.model.at("cycles_per_token").confidence, "low");
   EXPECT_EQ(load_device("a100").model.at("cycles_per_token").confidence, "calibrated");
@@ -173,12 +203,12 @@ TEST(PerfModel, CrossoverExistsOnBiV100) {
   Workload w;
   w.num_heads = 8;
   w.num_kv_heads = 8;
-  w.seq_len = 512;
+  w.max_seq_len = 512;
   EXPECT_LT(estimate(d, w).v1_us, estimate(d, w).v2_us);
   const std::int64_t x = crossover_seq_len(d, w, 1 << 20, 16);
   EXPECT_GT(x, 512);
   EXPECT_LT(x, v1_max_seq_len(64, 128, 16, d.shared_memory_per_block_optin));
-  w.seq_len = x;
+  w.max_seq_len = x;
   EXPECT_LT(estimate(d, w).v2_us, estimate(d, w).v1_us);
 }
 
@@ -189,7 +219,7 @@ TEST(PerfModel, ReproducesIssue1880Ordering) {
   Workload w;
   w.num_heads = 64;
   w.num_kv_heads = 1;
-  w.seq_len = 4096;
+  w.max_seq_len = 4096;
   const Estimate e = estimate(load_device("a100"), w);
   EXPECT_NEAR(e.v1_us, 100.4, 100.4 * 0.15);
   EXPECT_NEAR(e.v2_us, 52.9, 52.9 * 0.15);
@@ -199,16 +229,23 @@ TEST(PerfModel, ReproducesIssue1880Ordering) {
 // otherwise the modelled faster version, with both times in the reason.
 TEST(PerfModel, ChooseVersionModelled) {
   const Device bi = load_device("bi-v100");
-  EXPECT_EQ(choose_version(bi, 1, 8, 8, 128, 16, 100000).version, Version::v2);
-  EXPECT_EQ(choose_version(bi, 1, 8, 8, 128, 16, 500).version, Version::v1);
-  Workload w;
+  Workload w;  // 1 sequence, head 128, block 16, partitions of 512
   w.num_heads = 8;
   w.num_kv_heads = 8;
+  w.max_seq_len = 100000;
+  EXPECT_EQ(choose_version(bi, w).rule, VersionRule::v1_does_not_fit);
+  EXPECT_EQ(choose_version(bi, w).version, Version::v2);
+  w.max_seq_len = 500;
+  EXPECT_EQ(choose_version(bi, w).rule, VersionRule::one_partition);
+  EXPECT_EQ(choose_version(bi, w).version, Version::v1);
   const std::int64_t x = crossover_seq_len(bi, w, 12144, 16);
   ASSERT_GT(x, 512);
-  const VersionChoice before = choose_version(bi, 1, 8, 8, 128, 16, x - 16);
-  const VersionChoice at = choose_version(bi, 1, 8, 8, 128, 16, x);
+  w.max_seq_len = x - 16;
+  const VersionChoice before = choose_version(bi, w);
+  w.max_seq_len = x;
+  const VersionChoice at = choose_version(bi, w);
   EXPECT_EQ(before.version, Version::v1) << before.reason;
   EXPECT_EQ(at.version, Version::v2) << at.reason;
+  EXPECT_EQ(at.rule, VersionRule::modelled_faster);
   EXPECT_NE(at.reason.find("modelled on bi-v100"), std::string::npos);
 }

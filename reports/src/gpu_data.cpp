@@ -51,7 +51,7 @@ void add_model(json& j, const std::string& gpu_dir) {
     w.num_heads = c.value("num_heads", 32);
     w.num_kv_heads = c.value("num_kv_heads", 8);
     w.head_size = c.value("head_size", 128);
-    w.seq_len = c.value("seq_len", 1000);
+    w.max_seq_len = c.value("seq_len", 1000);
     const perf::Estimate e = perf::estimate(d, w);
     const std::string k = c.value("kernel", "");
     const double t = k == "v1"       ? e.v1_us

@@ -31,7 +31,7 @@ json nullable(double t) {
 }
 
 json kernel_json(const perf::KernelEstimate& k) {
-  return {{"kernel", k.kernel},
+  return {{"kernel", kernel_name(k.kernel)},
           {"launchable", k.launchable},
           {"reason", k.reason},
           {"blocks", k.blocks},
@@ -53,7 +53,7 @@ json kernel_json(const perf::KernelEstimate& k) {
 
 perf::Workload headline() {
   perf::Workload w;  // 1 sequence, 32 heads, 8 KV heads, head 128, block 16, fp16
-  w.seq_len = 100000;
+  w.max_seq_len = 100000;
   return w;
 }
 
@@ -73,9 +73,11 @@ json limits_section(const std::vector<std::string>& profiles) {
                                 : "";
     s["seq_len"] = grid;
     json v1 = json::array(), vllm = json::array();
+    perf::Workload w = headline();  // head 128, block 16
     for (auto L : grid) {
-      v1.push_back(attention_smem_bytes(p.warp_size, 128, v1_partition_tokens(16, L)));
-      vllm.push_back(vllm_v1_smem_bytes(p.warp_size, 128, 16, L));
+      w.max_seq_len = L;
+      v1.push_back(v1_resources(p.warp_size, w).dynamic_smem_bytes);
+      vllm.push_back(vllm_v1_smem_bytes(p.warp_size, w));
     }
     s["v1_smem_bytes"] = v1;
     s["vllm_v1_smem_bytes"] = vllm;
@@ -111,14 +113,14 @@ json model_section(const std::vector<std::string>& profiles) {
       w.num_seqs = b;
       json v1 = json::array(), v2 = json::array();
       for (auto L : grid) {
-        w.seq_len = L;
+        w.max_seq_len = L;
         const perf::Estimate e = perf::estimate(d, w);
         v1.push_back(nullable(e.v1_us));
         v2.push_back(e.v2_us);
       }
-      w.seq_len = 1;
+      w.max_seq_len = 1;
       const std::int64_t x = perf::crossover_seq_len(d, w, 1000000, 16);
-      w.seq_len = x > 0 ? x : 1;
+      w.max_seq_len = x > 0 ? x : 1;
       const perf::Estimate ex = perf::estimate(d, w);
       curves.push_back({{"num_seqs", b},
                         {"v1_us", v1},
@@ -134,16 +136,18 @@ json model_section(const std::vector<std::string>& profiles) {
     json choices = json::array();
     for (int b : {1, 16, 256})
       for (std::int64_t L : {512, 2048, 8192, 12144, 16384, 100000}) {
-        const VersionChoice m = choose_version(d, b, 32, 8, 128, 16, L);
-        choices.push_back(
-            {{"num_seqs", b},
-             {"seq_len", L},
-             {"modelled", version_name(m.version)},
-             {"reason", m.reason},
-             {"facts", version_name(choose_version(facts, b, 32, 128, 16, L).version)},
-             {"vllm", version_name(vllm_choose_version(b, 32, L))},
-             {"v1_fits",
-              L <= v1_max_seq_len(d.warp_size, 128, 16, d.shared_memory_per_block_optin)}});
+        perf::Workload w = headline();  // 32 heads over 8, head 128, block 16
+        w.num_seqs = b;
+        w.max_seq_len = L;
+        const VersionChoice m = choose_version(d, w);
+        choices.push_back({{"num_seqs", b},
+                           {"seq_len", L},
+                           {"modelled", kernel_name(m.version)},
+                           {"reason", m.reason},
+                           {"facts", kernel_name(choose_version(facts, w).version)},
+                           {"vllm", kernel_name(vllm_choose_version(w))},
+                           {"v1_fits", L <= v1_max_seq_len(d.warp_size, 128, 16,
+                                                           d.shared_memory_per_block_optin)}});
       }
     s["choices"] = choices;
     const perf::Estimate h = perf::estimate(d, headline());
@@ -187,7 +191,7 @@ json published_section() {
     w.num_seqs = c.num_seqs;
     w.num_heads = c.num_heads;
     w.num_kv_heads = c.num_kv_heads;
-    w.seq_len = c.seq_len;
+    w.max_seq_len = c.seq_len;
     const perf::Estimate e = perf::estimate(a100, w);
     rows.push_back({{"source", c.source},
                     {"setting", c.setting},

@@ -44,6 +44,11 @@ class DeviceCopy {
 
 Outputs run_kernel(const Case& c, Kernel kernel, const std::string& profile, const Options& options,
                    bool poison) {
+  return run_kernel(c, kernel, Backend::emulator(profile), options, poison);
+}
+
+Outputs run_kernel(const Case& c, Kernel kernel, const Backend& backend, const Options& options,
+                   bool poison) {
   const std::int64_t S = c.num_seqs, H = c.num_heads, D = c.head_size;
   Outputs o;
   o.out_dtype = c.scalar;
@@ -60,7 +65,6 @@ Outputs run_kernel(const Case& c, Kernel kernel, const std::string& profile, con
   call.seq_lens.data = sl.data();
   call.alibi_slopes.data = alibi.data();  // null without ALiBi: still undefined
   call.out = TensorView::contiguous(out.data(), c.scalar, {S, H, D});
-  const Backend backend = Backend::emulator(profile);
   if (kernel == Kernel::v1) {
     paged_attention(Kernel::v1, call, backend, options);
   } else {

@@ -249,8 +249,8 @@ namespace {
 pagedattn::DeviceFacts profile_facts(const std::string& profile) {
   pagedattn::DeviceFacts f;
   translate_errors([&] {
-    emu::use_profile(profile);  // applies $EMU_PROFILE_SET, as every launch does
-    const emu::Profile& p = emu::current_profile();
+    // $EMU_PROFILE_SET applied, as every launch does; the process's current profile stays.
+    const emu::Profile p = emu::resolve_profile(profile);
     f = {p.name, p.warp_size, p.multiprocessor_count, p.shared_memory_per_block_optin};
   });
   return f;
@@ -272,10 +272,15 @@ std::tuple<std::string, std::string> choose_version(std::int64_t num_seqs, std::
                         max_seq_len >= 0 && partition_size >= 1,
                     "pagedattn: choose_version needs num_seqs >= 0, num_heads, head_size, "
                     "block_size, partition_size >= 1 and max_seq_len >= 0");
-  const pagedattn::VersionChoice c = pagedattn::choose_version(
-      facts, static_cast<int>(num_seqs), static_cast<int>(num_heads), static_cast<int>(head_size),
-      static_cast<int>(block_size), max_seq_len, static_cast<int>(partition_size));
-  return {pagedattn::version_name(c.version), facts.name + ": " + c.reason};
+  pagedattn::Workload w;
+  w.num_seqs = static_cast<int>(num_seqs);
+  w.num_heads = static_cast<int>(num_heads);
+  w.head_size = static_cast<int>(head_size);
+  w.block_size = static_cast<int>(block_size);
+  w.max_seq_len = max_seq_len;
+  w.partition_size = static_cast<int>(partition_size);
+  const pagedattn::VersionChoice c = pagedattn::choose_version(facts, w);
+  return {pagedattn::kernel_name(c.version), facts.name + ": " + c.reason};
 }
 
 void set_profile(c10::string_view profile) {

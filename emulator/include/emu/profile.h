@@ -61,12 +61,20 @@ Profile load_profile(const std::string& name_or_path);
 // Names of the profiles this build knows without a path.
 std::vector<std::string> known_profiles();
 
-// Makes `name_or_path` the current profile for later launches; throws ProfileError.
+// load_profile with $EMU_PROFILE_SET ("field=value,field=value") applied: the profile a
+// launch under this name runs with, so the unsure BI-V100 shared-memory size can be
+// changed without a new file. Touches no global state; throws ProfileError.
+Profile resolve_profile(const std::string& name_or_path);
+
+// The process-wide default for launches that name no profile (emu::launch without one,
+// CUDA source's own calls, cudaGetDeviceProperties). Launches that pass a profile
+// (emu::launch(profile, ...), what pagedattn's Backend::emulator does) neither read nor
+// change it, so threads may run under different profiles at once.
+// Makes `name_or_path` (resolve_profile) the current profile; throws ProfileError.
 void use_profile(const std::string& name_or_path);
 void use_profile(const Profile& profile);
-// The current profile: the last use_profile, else $EMU_PROFILE, else "h200".
-// $EMU_PROFILE_SET ("field=value,field=value") overrides fields of whichever is chosen,
-// so the unsure BI-V100 shared-memory size can be changed without a new file.
-const Profile& current_profile();
+// A copy of the current profile: the last use_profile, else resolve_profile($EMU_PROFILE),
+// else resolve_profile("h200"). A copy, so a later use_profile cannot free it.
+Profile current_profile();
 
 }  // namespace emu

@@ -4,6 +4,7 @@
 // when the device refuses the launch.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include "pagedattn/attention_call.h"
@@ -11,18 +12,32 @@
 #include "pagedattn/tensor_view.h"
 #include "pagedattn/validate.h"
 
+namespace emu {
+struct Profile;  // emu/profile.h
+}
+
 namespace pagedattn {
 
+// Where a call runs. On the emulator the profile is the call's own (loaded by name, with
+// $EMU_PROFILE_SET applied, or given as an object): it is passed to every launch and the
+// emulator's current profile is neither read nor changed (except by "", which means the
+// current one), so threads may run calls under different profiles at once.
 struct Backend {
   enum class Kind { emulator, cuda };
   Kind kind = Kind::emulator;
   std::string profile;     // emulator: device profile ("bi-v100", "h200", ...); "" = current
   void* stream = nullptr;  // cuda: a cudaStream_t
+  // emulator: the profile itself, when given as an object (it then wins over `profile`).
+  std::shared_ptr<const emu::Profile> device_profile;
 
   static Backend emulator(std::string profile_name = "") {
-    return Backend{Kind::emulator, std::move(profile_name), nullptr};
+    return Backend{Kind::emulator, std::move(profile_name), nullptr, nullptr};
   }
-  static Backend cuda(void* cuda_stream = nullptr) { return Backend{Kind::cuda, "", cuda_stream}; }
+  // A profile object, e.g. a shipped one with a field changed: no file, no environment.
+  static Backend emulator(const emu::Profile& profile);
+  static Backend cuda(void* cuda_stream = nullptr) {
+    return Backend{Kind::cuda, "", cuda_stream, nullptr};
+  }
 };
 
 // True when this library was built with the CUDA backend (link pagedattn::kernels_cuda).

@@ -2,6 +2,7 @@
 #pragma once
 #include <cstdint>
 #include "pagedattn/dtypes.h"
+#include "pagedattn/workload.h"
 
 namespace pagedattn {
 
@@ -57,6 +58,17 @@ inline NumericsChoices effective_choices(const Options& o) {
 
 enum class Kernel : std::uint8_t { v1, v2, reduce };
 
+// "v1", "v2", "reduce": how people and the tools' flags and JSON name a kernel.
+inline const char* kernel_name(Kernel k) {
+  return k == Kernel::v1 ? "v1" : k == Kernel::v2 ? "v2" : "reduce";
+}
+// The kernel's entry point as vLLM names it: "paged_attention_v1", ...
+inline const char* kernel_entry_name(Kernel k) {
+  return k == Kernel::v1   ? "paged_attention_v1"
+         : k == Kernel::v2 ? "paged_attention_v2"
+                           : "paged_attention_v2_reduce";
+}
+
 // Everything a launcher needs, after validation. Pointers are as the caller gave them
 // (host memory for the emulator backend, device memory for CUDA).
 struct AttentionParams {
@@ -96,6 +108,20 @@ struct AttentionParams {
   double scale = 1.0;
   double k_scale = 1.0;
   double v_scale = 1.0;
+
+  Workload workload() const {
+    Workload w;
+    w.num_seqs = num_seqs;
+    w.num_heads = num_heads;
+    w.num_kv_heads = num_kv_heads;
+    w.head_size = head_size;
+    w.block_size = block_size;
+    w.max_seq_len = max_seq_len;
+    w.partition_size = partition_size;
+    w.cache_elem_bytes = cache == CacheFormat::same ? static_cast<int>(dtype_size(scalar)) : 1;
+    w.io_elem_bytes = static_cast<int>(dtype_size(scalar));
+    return w;
+  }
 };
 
 }  // namespace pagedattn

@@ -5,6 +5,8 @@
 #pragma once
 #include <cstdint>
 #include "pagedattn/host_device.h"
+#include "pagedattn/params.h"  // Kernel
+#include "pagedattn/workload.h"
 
 namespace pagedattn {
 
@@ -20,13 +22,19 @@ PAGEDATTN_HD constexpr int num_warps(int warp_size) {
   return kThreadsPerBlock / warp_size;
 }
 
+// The block collective's scratch (src/block_collective.cuh): two halves of max_n values
+// per warp, padded to 16 bytes. Both kernels carve it first.
+PAGEDATTN_HD constexpr std::int64_t block_collective_floats(int warp_size, int max_n = 1) {
+  return round_up(2 * max_n * num_warps(warp_size), 4);
+}
+
 // Attention kernel (V1 and V2 share it) dynamic shared memory, in floats:
-//   [red]    2 * num_warps slots for the block max and block exp-sum, padded to 16 bytes
-//   [q]      the query row in fp32, padded to 16 bytes
-//   [logits] one float per token of the partition (logits, then exps); after the
-//            softmax it is reused for the P.V cross-warp scratch, (num_warps - 1) rows.
+//   [collective] the block collective's scratch (block max, exp-sum, overflow flags)
+//   [q]          the query row in fp32, padded to 16 bytes
+//   [logits]     one float per token of the partition (logits, then exps); after the
+//                P.V loop it is reused for the cross-warp P.V scratch, (num_warps - 1) rows.
 PAGEDATTN_HD constexpr std::int64_t attn_red_floats(int warp_size) {
-  return round_up(2 * num_warps(warp_size), 4);
+  return block_collective_floats(warp_size);
 }
 PAGEDATTN_HD constexpr std::int64_t attn_q_offset(int warp_size) {
   return attn_red_floats(warp_size);
@@ -46,10 +54,10 @@ PAGEDATTN_HD constexpr std::int64_t attention_smem_bytes(int warp_size, int head
               attn_logits_floats(warp_size, head_size, partition_tokens));
 }
 
-// Reduce kernel: [red] num_warps slots (padded) + one weight per thread: it streams over
+// Reduce kernel: the block collective's scratch + one weight per thread: it streams over
 // partitions kThreadsPerBlock at a time, so its need does not grow with the sequence.
 PAGEDATTN_HD constexpr std::int64_t reduce_red_floats(int warp_size) {
-  return round_up(num_warps(warp_size), 4);
+  return block_collective_floats(warp_size);
 }
 PAGEDATTN_HD constexpr std::int64_t reduce_smem_bytes(int warp_size) {
   return 4 * (reduce_red_floats(warp_size) + kThreadsPerBlock);
@@ -69,19 +77,17 @@ struct Dim3 {
 };
 
 struct LaunchResources {
-  const char* kernel =
-      "";  // "paged_attention_v1", "paged_attention_v2", "paged_attention_v2_reduce"
+  Kernel kernel = Kernel::v1;  // kernel_entry_name() names it in messages
   Dim3 grid;
   int threads_per_block = kThreadsPerBlock;
   std::int64_t dynamic_smem_bytes = 0;
 };
 
-LaunchResources v1_resources(int warp_size, int num_seqs, int num_heads, int head_size,
-                             int block_size, std::int64_t max_seq_len);
+// Grid (num_heads, num_seqs) and V1's shared memory at w.max_seq_len.
+LaunchResources v1_resources(int warp_size, const Workload& w);
 // V2's partition kernel; grid z is max_num_partitions (0 partitions: nothing to launch).
-LaunchResources v2_resources(int warp_size, int num_seqs, int num_heads, int head_size,
-                             std::int64_t max_seq_len, int partition_size);
-LaunchResources reduce_resources(int warp_size, int num_seqs, int num_heads);
+LaunchResources v2_resources(int warp_size, const Workload& w);
+LaunchResources reduce_resources(int warp_size, const Workload& w);
 
 // The longest max_seq_len whose V1 launch fits `smem_limit_bytes` of dynamic shared
 // memory (0 if even one token does not fit).
@@ -89,8 +95,7 @@ std::int64_t v1_max_seq_len(int warp_size, int head_size, int block_size,
                             std::int64_t smem_limit_bytes);
 
 // vLLM's own V1 request, for comparison: max(round_up(L, block) * 4, (warps / 2) * head * 4).
-std::int64_t vllm_v1_smem_bytes(int warp_size, int head_size, int block_size,
-                                std::int64_t max_seq_len);
+std::int64_t vllm_v1_smem_bytes(int warp_size, const Workload& w);
 
 // Dynamic shared memory a launch may use without cudaFuncSetAttribute opt-in.
 inline constexpr std::int64_t kSmemWithoutOptIn = 48 * 1024;

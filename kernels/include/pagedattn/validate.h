@@ -6,6 +6,7 @@
 #include <string>
 #include "pagedattn/attention_call.h"
 #include "pagedattn/params.h"
+#include "pagedattn/supported.h"  // kHeadSizes, kBlockSizes, partition sizes
 #include "pagedattn/tensor_view.h"
 
 namespace pagedattn {
@@ -20,10 +21,6 @@ struct LaunchError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-inline constexpr int kHeadSizes[] = {32, 64, 80, 96, 112, 120, 128, 192, 256};
-inline constexpr int kBlockSizes[] = {8, 16, 32};
-inline constexpr int kMinPartitionSize = 64;
-inline constexpr int kMaxPartitionSize = 4096;
 inline constexpr std::int64_t kMaxGridYZ = 65535;  // CUDA's (and BI-V100's) grid y/z limit
 
 // Shape, dtype and scalar rules of V1 (call.exp_sums, max_logits, tmp_out undefined) or V2.

@@ -19,6 +19,8 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include "pagedattn/params.h"  // Kernel
+#include "pagedattn/workload.h"
 
 namespace pagedattn {
 namespace perf {
@@ -32,26 +34,33 @@ struct DeviceFacts {
   std::int64_t shared_memory_per_block_optin = 48 * 1024;
 };
 
-enum class Version { v1, v2 };
+// A version is the attention kernel to launch: Kernel::v1 or Kernel::v2.
+using Version = Kernel;
+
+// Which rule decided (the numbered rules above; modelled_faster: the perf::Device overload
+// after rules 1 and 2). Code branches on this; `reason` is for people.
+enum class VersionRule : std::uint8_t {
+  v1_does_not_fit,        // 1
+  one_partition,          // 2
+  long_sequence,          // 3
+  grid_fills_device,      // 4
+  grid_needs_partitions,  // 5
+  modelled_faster,
+};
 
 struct VersionChoice {
   Version version = Version::v1;
-  std::string reason;  // which rule decided, with its numbers
+  VersionRule rule = VersionRule::one_partition;
+  std::string reason;  // the rule in words, with its numbers
 };
 
-VersionChoice choose_version(const DeviceFacts& device, int num_seqs, int num_heads, int head_size,
-                             int block_size, std::int64_t max_seq_len, int partition_size = 512);
+// Rules 1 to 5 from the device's facts (w.num_kv_heads and the element sizes do not enter).
+VersionChoice choose_version(const DeviceFacts& device, const Workload& w);
 
 // Rules 1 and 2, then the modelled faster version; the reason quotes both times.
-VersionChoice choose_version(const perf::Device& device, int num_seqs, int num_heads,
-                             int num_kv_heads, int head_size, int block_size,
-                             std::int64_t max_seq_len, int partition_size = 512,
-                             int cache_elem_bytes = 2);
+VersionChoice choose_version(const perf::Device& device, const Workload& w);
 
 // vLLM's rule, for comparison (its V1 assumes shared memory never runs out).
-Version vllm_choose_version(int num_seqs, int num_heads, std::int64_t max_seq_len,
-                            int partition_size = 512);
-
-const char* version_name(Version v);
+Version vllm_choose_version(const Workload& w);
 
 }  // namespace pagedattn

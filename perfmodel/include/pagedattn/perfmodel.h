@@ -7,6 +7,8 @@
 #include <map>
 #include <string>
 #include <vector>
+#include "pagedattn/params.h"  // Kernel
+#include "pagedattn/workload.h"
 
 namespace emu {
 struct Profile;
@@ -31,7 +33,9 @@ struct Device {
   std::int64_t shared_memory_per_multiprocessor = 64 * 1024;
   int max_threads_per_multiprocessor = 2048;
   double clock_mhz = 1000;
-  double memory_bandwidth_gbps = 900;  // the profile's (often a vendor claim)
+  // The profile's, the one bandwidth figure: the peak (a datasheet's or vendor's); the model
+  // reaches bandwidth_efficiency of it and reports bandwidth fractions against it.
+  double memory_bandwidth_gbps = 900;
   double fp32_tflops = 10;
   // performance_model fields (defaults: the A100 calibration, README.md).
   std::map<std::string, Param> model;
@@ -48,20 +52,11 @@ Device device_from_profile(const emu::Profile& profile);
 // Loads by name or path (emu::load_profile) then device_from_profile.
 Device load_device(const std::string& name_or_path);
 
-struct Workload {
-  int num_seqs = 1;
-  int num_heads = 32;
-  int num_kv_heads = 8;
-  int head_size = 128;
-  int block_size = 16;
-  std::int64_t seq_len = 1000;  // every sequence this long
-  int partition_size = 512;
-  int cache_elem_bytes = 2;  // K/V element: 4 f32, 2 f16/bf16, 1 fp8
-  int io_elem_bytes = 2;     // query and output element
-};
+// The shape of the modelled call (pagedattn/workload.h); every sequence is max_seq_len long.
+using Workload = pagedattn::Workload;
 
 struct KernelEstimate {
-  std::string kernel;  // "v1", "v2", "reduce"
+  Kernel kernel = Kernel::v1;  // kernel_name(): "v1", "v2", "reduce"
   bool launchable = true;
   std::string reason;  // why not, when not launchable
   std::int64_t blocks = 0;
@@ -90,7 +85,7 @@ struct Estimate {
 
 Estimate estimate(const Device& device, const Workload& w);
 
-// The shortest seq_len (searched on a grid of `step` tokens up to `max_len`) from which V2's
+// The shortest max_seq_len (searched on a grid of `step` tokens up to `max_len`) from which V2's
 // modelled time is below V1's (or V1 stops fitting); 0 if V2 never wins up to max_len.
 std::int64_t crossover_seq_len(const Device& device, Workload w, std::int64_t max_len,
                                std::int64_t step);

@@ -28,5 +28,8 @@ struct Outputs {
 // every output with NaN bit patterns, so anything a kernel fails to write shows.
 Outputs run_kernel(const Case& c, Kernel kernel, const std::string& profile,
                    const Options& options = {}, bool poison = true);
+// The same on any emulator backend (e.g. Backend::emulator(profile object), per call).
+Outputs run_kernel(const Case& c, Kernel kernel, const Backend& backend,
+                   const Options& options = {}, bool poison = true);
 
 }  // namespace pagedattn::testing
