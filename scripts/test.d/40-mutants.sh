@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Source mutants (issue 7, item 3b), a FIXED sample in CI. property_tests/mutate.py builds
 # the unmutated baseline of the mutant binary, which must pass plainly and under the
-# racecheck hazard mode, then runs MUTANTS_SAMPLE (default 16) mutants: every (529/16)-th of
-# the catalogue from index MUTANTS_OFFSET (default 3), 25 cases per property, CI seed
+# racecheck hazard mode, then runs MUTANTS_SAMPLE (default 16) mutants: every (535/16)-th of
+# the catalogue from index MUTANTS_OFFSET (default 3), and the named ones below, 25 cases per property, CI seed
 # 20261130. Fails (exit 1) when the baseline fails or a sampled mutant survives that is
 # neither equivalent (property_tests/mutation_equivalent.json) nor a listed hole
 # (property_tests/mutation_survivors.json), each with its reason.
@@ -20,6 +20,9 @@ cd "$(dirname "$0")/../.."
 build=${BUILD_DIR:-build}
 py=python3
 [ -x /usr/bin/python3 ] && py=/usr/bin/python3
+# Always run too: the rare P.V path dropping v_scale under vLLM's numerics (issue 19; only
+# prop_rare_path_fp8_scales reaches it; the suite without it lets it survive).
 "$py" property_tests/mutate.py --build "$build" --check \
   --sample "${MUTANTS_SAMPLE:-16}" --offset "${MUTANTS_OFFSET:-3}" \
+  --ids kernels/src/attention_kernel.cuh:300:31:scale \
   --out "$build/property_tests/mutation-ci.json"
