@@ -50,8 +50,8 @@ FoldConstants fold_constants(std::int64_t live, double e_exp, double G) {
 //
 // fold_error's hypotheses exclude underflow (the weight's product, every fma and the
 // quotient). The allowance for it, on paper (not machine-checked), in the model of
-// error_bound.md section 1 with gradual underflow (fl(z) = z(1 + d) + e, |e| <= 2^-150, d e = 0)
-// and an exp flushed to zero below 2^-126 (|exp_hat - exp| <= e_exp exp + 2^-126): the
+// proofs/error_bound.md section 1 with gradual underflow (fl(z) = z(1 + d) + e, |e| <= 2^-150, d e
+// = 0) and an exp flushed to zero below 2^-126 (|exp_hat - exp| <= e_exp exp + 2^-126): the
 // computed weight is w_p (1 + a_p) + z_p, |z_p| <= s_p 2^-126 (1 + u) + 2^-150, the fp32
 // additions of the total are exact when they underflow, each fma adds at most 2^-150; the
 // sums' later roundings multiply all of it by at most (1 + u)^live. So with

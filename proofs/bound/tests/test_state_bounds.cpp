@@ -72,7 +72,7 @@ TEST(StateBounds, EmptyAndPoisonedRows) {
   EXPECT_TRUE(std::isnan(n.bound[0]));
 }
 
-// error_bound.md section 2's example partition (f32, head 128, block 16, warp 32, n = 1000)
+// proofs/error_bound.md section 2's example partition (f32, head 128, block 16, warp 32, n = 1000)
 // with every logit equal (Q = 0, spread 0) and a correctly rounded exp (a = 1/2): the max is
 // exact up to the products' underflow term, and the exp-sum errs by its tree, h_s = 16
 // roundings, plus the exp's u: 17 u to first order.
