@@ -3,8 +3,8 @@
 
 Mutates kernels/src/*.cuh and kernels/include/pagedattn/lse_state.h one mutant at a time,
 with operators modelled on Mull's catalogue: arithmetic and comparison swaps, constant
-changes (off-by-one bounds included), removed statements (barriers included) and swapped
-min/max. Each mutant is written into a copy of the sources (BUILD/property_tests/mutant)
+changes (off-by-one bounds included), removed statements (barriers included), swapped
+min/max and dropped fp8 dequantization scales (x * a.v_scale -> x). Each mutant is written into a copy of the sources (BUILD/property_tests/mutant)
 and runs through up to three stages, cheapest first, stopping at the first kill:
   1. f32_w32: only the f32/warp-32 instantiation is rebuilt (pagedattn_mutant_props) and
      the suite runs with PAGEDATTN_PROP_ONLY_F32_H200=1, every case through it. Skipped
@@ -92,12 +92,16 @@ def strip_comments(line):
     return line if i < 0 else line[:i] + " " * (len(line) - i)
 
 
-def mutants_of(path):
+def mutants_of(path, scales=False):
     out = []
     lines = open(os.path.join(ROOT, path)).read().split("\n")
     for n, raw in enumerate(lines):
         code = strip_comments(raw)
         if not code.strip() or SKIP_LINE.match(code) or "#pragma" in code:
+            continue
+        if scales:  # dropped dequantization scales: x * a.v_scale -> x (the fp8 scale forgotten)
+            for m in re.finditer(r"\s\*\s(a\.[kv]_scale)\b", code):
+                out.append(("scale", n, m.start(), m.end(), ""))
             continue
         for op, rx, rep in BINARY:
             for m in re.finditer(rx, code):
@@ -127,6 +131,10 @@ def all_mutants():
     ms = []
     for t in TARGETS:
         ms.extend(mutants_of(t))
+    # The scale operator came later: its mutants go last, so --sample N --offset K picks the
+    # same mutants as before it (CI's fixed sample).
+    for t in TARGETS:
+        ms.extend(mutants_of(t, scales=True))
     return ms
 
 
@@ -528,7 +536,7 @@ def main():
                          "mutation_survivors.json does not list with a reason")
     ap.add_argument("--no-race", action="store_true",
                     help="do not re-run survivors under racecheck (the hazard mode)")
-    ap.add_argument("--ids", nargs="*", help="only these mutant ids")
+    ap.add_argument("--ids", nargs="*", help="only these mutant ids (with --sample: these too)")
     ap.add_argument("--cases", type=int, default=25, help="cases per property per stage")
     ap.add_argument("--seed", type=int, default=20261130)
     ap.add_argument("--checks", default="memcheck,synccheck",
@@ -554,14 +562,16 @@ def main():
         return 0
     selection = {"catalogue": catalogue, "catalogue_digest": catalogue_digest(ms),
                  "sample": a.sample, "offset": a.offset, "ids": a.ids or None}
-    if a.ids:
-        ms = [m for m in ms if m["id"] in set(a.ids)]
-        missing = set(a.ids) - {m["id"] for m in ms}
-        if missing:
-            sys.exit("mutate.py: --ids: no such mutant %s (see --list)" % " ".join(sorted(missing)))
-    elif a.sample:
+    picked = [m for m in ms if m["id"] in set(a.ids or [])]
+    missing = set(a.ids or []) - {m["id"] for m in picked}
+    if missing:
+        sys.exit("mutate.py: --ids: no such mutant %s (see --list)" % " ".join(sorted(missing)))
+    if a.sample:  # with --ids too: the sample, then the named mutants it does not hold
         step = max(1, len(ms) // a.sample)
         ms = ms[(step // 2 if a.offset < 0 else a.offset % step)::step][:a.sample]
+        ms += [m for m in picked if m not in ms]
+    elif a.ids:
+        ms = picked
     k, n = (int(x) for x in a.shard.split("/"))
     ms = ms[k - 1::n]
     equivalent = json.load(open(EQUIVALENT)) if os.path.exists(EQUIVALENT) else {}

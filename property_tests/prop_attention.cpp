@@ -11,6 +11,7 @@
 #include "exact_fold.h"
 #include "generators.h"
 #include "pagedattn/lse_state.h"
+#include "pagedattn_bound/state_bounds.h"
 #include "registry.h"
 
 namespace pagedattn::prop {
@@ -61,8 +62,10 @@ PAGEDATTN_PROPERTY(prop_v2_eq_v1, 200) {
 // fold_partitions_softmax: each V2 partition state's output equals reference_partitions'
 // within the proven bound of the partition's own tokens (V2's attention kernel runs V1's
 // body on them: kernel_error_bound for V1 over exactly those tokens bounds the fp32 value
-// it stores), empty partitions are exactly (-inf, 0), and folding the kernel's states in
-// any order along any tree of lse_state.h's merges, in real arithmetic (exact_fold.h),
+// it stores, before any rounding to the output dtype, so f16/bf16 cases are judged at fp32
+// precision), its max and exp-sum within their own per-partition bound
+// (bound::partition_state_bound), empty partitions are exactly (-inf, 0), and folding the kernel's
+// states in any order along any tree of lse_state.h's merges, in real arithmetic (exact_fold.h),
 // gives the exact output within V2's proven bound.
 PAGEDATTN_PROPERTY(prop_fold_partitions_softmax, 150) {
   const Spec s = *gen_spec();
@@ -94,6 +97,24 @@ PAGEDATTN_PROPERTY(prop_fold_partitions_softmax, 150) {
         bound::RowMagnitudes mag;
         if (!testing::row_magnitudes(p, q, h, t0, t1, &mag, el.data())) continue;
         const std::size_t ri = rp.index(q, h, j);
+        // The state's max and exp-sum against the exact partition state, within the
+        // per-partition part of the proven bound (state_bounds.h; rp.m and rp.s are the
+        // nearest doubles: half an ulp more).
+        const bound::PartitionStateBound sb = bound::partition_state_bound(v1_config, mag);
+        const double m_ex = rp.m[ri], s_ex = rp.s[ri];
+        const double m_r =
+            std::fabs(o.max_logits[i] - m_ex) / (sb.max_logit + 0x1p-53 * std::fabs(m_ex));
+        const double s_r =
+            std::fabs(o.exp_sums[i] - s_ex) /
+            (sb.exp_sum_rel * s_ex * (1 + 0x1p-52) + sb.exp_sum_abs + 0x1p-53 * s_ex);
+        observe(m_r, "partition state m");
+        observe(s_r, "partition state s");
+        if (!(m_r <= 1) || !(s_r <= 1)) {
+          RC_FAIL("partition " + std::to_string(j) + " state (m, s) = (" +
+                  std::to_string(o.max_logits[i]) + ", " + std::to_string(o.exp_sums[i]) +
+                  ") exact (" + std::to_string(m_ex) + ", " + std::to_string(s_ex) +
+                  "): err/bound " + std::to_string(m_r) + ", " + std::to_string(s_r));
+        }
         for (int d = 0; d < D; ++d) {
           const double want = rp.o[ri * D + d], got = o.tmp(i * D + d);
           bound::ElementMagnitudes m = el[d];

@@ -17,9 +17,10 @@ using Reducer = std::function<std::vector<double>(const test::wrong::States&, DT
 Reducer kernel_reducer(const std::string& profile);
 
 // The property body: (A) the kernels' V2 partition states of a generated problem, reduced,
-// equal the exact output within V2's bound; (B) states whose exact fold is known (every
-// o_p the same vector o, maxima up to 300 apart, empty states with NaN garbage inside,
-// all-empty rows) reduce to o within the reduce's bound, and all-empty rows to 0.
+// equal the exact output within V2's bound; (B) arbitrary states (o_p differing per
+// partition, maxima up to 300 apart, empty states with NaN garbage inside, all-empty rows)
+// reduce to their exact fold within the proven reduce bound (theorem fold_error,
+// pagedattn_bound/state_bounds.h), all-empty rows to 0.
 void reduce_property(const Reducer& reduce);
 
 }  // namespace pagedattn::prop

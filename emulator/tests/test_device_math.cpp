@@ -177,6 +177,26 @@ TEST_F(ExpModelTest, UpAndDownMoveExactlyMaxUlp) {
   }
 }
 
+// adversarial: exactly max_ulp, in the direction the caller's function picks per argument
+// (here: up for x < -1, down otherwise), and down when no function is set.
+TEST_F(ExpModelTest, AdversarialMovesMaxUlpInTheDirectionTheCallerPicks) {
+  ExpModel m;
+  m.mode = ExpModel::Mode::adversarial;
+  m.max_ulp = 3;
+  static const float kEdge = -1.0f;
+  m.ctx = &kEdge;
+  m.up = [](float x, const void* ctx) { return x < *static_cast<const float*>(ctx); };
+  emu::math::set_exp_model(m);
+  for (float x : exp_inputs()) {
+    const float base = emu::math::exact_exp(x);
+    if (!(bits_of(base) > 64 && bits_of(base) < 0x7f7fff00u)) continue;
+    ASSERT_EQ(ulps_between(base, emu::math::model_exp(x)), x < kEdge ? 3 : -3) << x;
+  }
+  m.up = nullptr;
+  emu::math::set_exp_model(m);
+  EXPECT_EQ(ulps_between(emu::math::exact_exp(-2.0f), emu::math::model_exp(-2.0f)), -3);
+}
+
 TEST_F(ExpModelTest, MovesSaturateAtZeroAndInfinity) {
   set(ExpModel::Mode::down, 100);
   EXPECT_EQ(emu::math::model_exp(-103.9f), 0.0f);  // base is a tiny subnormal

@@ -1,6 +1,7 @@
 // The V2 reduce: no length cap (4M tokens of partition states through the reduce alone)
-// within a derived bound that every known-wrong reduction violates, empty states inside a
-// row, the partition count clamped to the row, and a long end-to-end V2 on BI-V100 past V1's reach.
+// within the proven reduce bound (fold_error) that every known-wrong reduction violates, empty
+// states inside a row, the partition count clamped to the row, and a long end-to-end V2 on BI-V100
+// past V1's reach.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -12,25 +13,33 @@
 #include "pagedattn_testing/judge.h"
 #include "pagedattn_testing/run.h"
 #include "pagedattn_testing/uniform_case.h"
-#include "reduce_bound.h"
 #include "wrong_reductions.h"
 
 namespace pagedattn::test {
 namespace {
 
+// 8,192 partition states per row (4M tokens at partition size 512), empty states among them
 // with NaN garbage in tmp_out, reduced and checked against the exact fold of those states
-// within reduce_bounds. Two rows built so that every known-wrong reduction of
+// within the proven reduce bound (bound::reduce_bounds: theorem fold_error, with the
+// emulator's correctly rounded exp). Rows built so that every known-wrong reduction of
 // wrong_reductions.h fails the same check, which the test shows by running each once:
 //  - head 0, many partitions matter (maxima in [50, 60], exp-sums in [1, 512]): picking
 //    the largest-max partition, weighting by the exp-sum twice and dropping the rescale
-//    all move the output by ~1e-2, against a bound of ~1e-5;
-//  - head 1, one partition dominates (s = 1 at M, the others 40 to 60 below): the output
-//    is ~o_p of one partition and the bound a few u, so vLLM's epsilon (1e-6 relative)
-//    and partials rounded to fp16 (2^-12 relative) fail;
+//    all move the output by ~1e-2;
 //  - both: partition 0 lies 120 below M, so a stale max (partition 0's) overflows
 //    exp(m_p - M) in fp32; the empty states' NaN garbage poisons a merge that multiplies
 //    it by 0.
-TEST(Reduce, FourMillionTokensWithinTheDerivedBound) {
+// Over 8,192 partitions fold_error's bound is about 2 P u = 1e-3 relative to
+// sum_p q_p |o_p| (every rounding of the two P-term sums at its worst), above the subtle
+// mistakes, so the last 6 states of each row are checked as rows of their own too (bound
+// about (2 G u + 12 u) there, G <= 10 for head 0):
+//  - head 1's short row is dominated by its last state (the others 40 to 60 below): the
+//    output is ~o_p of one partition, so partials rounded to fp16 (2^-12 relative) fail;
+//  - weights off by 1e-5 relative (alternating sign) move head 0's short row by ~1e-5
+//    times the spread of its o_p, against ~2.4e-6 times their mean magnitude;
+//  - a row of two states at one max with exp-sums 1/4 and 1/8 (bound 9 u = 5.4e-7 relative):
+//    vLLM's epsilon adds 1e-6 / (3/8) relative.
+TEST(Reduce, FourMillionTokensWithinTheProvenBound) {
   const int S = 1, H = 2, D = 128, Psize = 512;
   const std::int64_t len = 4LL << 20;
   const std::int64_t P = len / Psize;
@@ -54,21 +63,36 @@ TEST(Reduce, FourMillionTokensWithinTheDerivedBound) {
     ml[h * P + top] = 60.f;
     if (h == 1) es[h * P + top] = 1.f;
   }
-  std::vector<wrong::States> rows;
+  std::vector<wrong::States> rows;  // the two heads' rows, then their last 6 states
   for (int h = 0; h < H; ++h) {
     rows.push_back(
         wrong::row_states(&ml[h * P], &es[h * P], &tmp[h * P * D], static_cast<int>(P), D));
   }
+  const int kShort = 6;
+  for (int h = 0; h < H; ++h) {
+    const std::int64_t i = h * P + P - kShort;
+    rows.push_back(wrong::row_states(&ml[i], &es[i], &tmp[i * D], kShort, D));
+  }
+  {
+    wrong::States two;
+    two.head_size = D;
+    two.m = {7, 7};
+    two.s = {0.25, 0.125};
+    for (int k = 0; k < 2 * D; ++k) two.o.push_back(0.5 + 0.25 * u01(rng));
+    rows.push_back(two);
+  }
+  const bound::ExpAccuracy exp = bound::ExpAccuracy::emulator(0);  // the default exp model
   std::vector<std::vector<double>> exact, bound;
   for (const auto& st : rows) {
-    exact.push_back(wrong::reduce(wrong::Reduction::right, st));
-    bound.push_back(reduce_bounds(st));
+    const bound::ReduceBounds b = bound::reduce_bounds(bound::Format::f32, exp, st.row());
+    exact.push_back(b.exact);
+    bound.push_back(b.bound);
   }
   // The wrong reductions fail the check (in at least one row each).
   for (wrong::Reduction r : wrong::all_wrong()) {
     double worst = 0;
-    for (int h = 0; h < H; ++h) {
-      worst = std::max(worst, worst_ratio(wrong::reduce(r, rows[h]), exact[h], bound[h]));
+    for (std::size_t k = 0; k < rows.size(); ++k) {
+      worst = std::max(worst, wrong::worst_ratio(wrong::reduce(r, rows[k]), exact[k], bound[k]));
     }
     EXPECT_GT(worst, 1.0) << wrong::name(r) << " would pass this test";
     std::printf("  %s: error / bound %.3g\n", wrong::name(r).c_str(), worst);
@@ -86,7 +110,7 @@ TEST(Reduce, FourMillionTokensWithinTheDerivedBound) {
                            Backend::emulator(profile), opt);
     for (int h = 0; h < H; ++h) {
       const std::vector<double> got(out.begin() + h * D, out.begin() + (h + 1) * D);
-      const double ratio = worst_ratio(got, exact[h], bound[h]);
+      const double ratio = wrong::worst_ratio(got, exact[h], bound[h]);
       EXPECT_LE(ratio, 1.0) << profile << " head " << h;
       std::printf("  reduce on %s, head %d: error / bound %.3g\n", profile, h, ratio);
     }
@@ -115,13 +139,14 @@ TEST(Reduce, SeqLenPastMaxSeqLenIsClampedToTheRow) {
                          TensorView::contiguous(sl.data(), DType::i32, {S}), 150,
                          Backend::emulator("h200"), opt);
   const wrong::States row0 = wrong::row_states(ml.data(), es.data(), tmp.data(), P, D);
-  const std::vector<double> want = wrong::reduce(wrong::Reduction::right, row0);
-  const std::vector<double> b = reduce_bounds(row0);
+  const bound::ReduceBounds rb =
+      bound::reduce_bounds(bound::Format::f32, bound::ExpAccuracy::emulator(0), row0.row());
   const std::vector<double> got(out.begin(), out.begin() + D);
-  EXPECT_LE(worst_ratio(got, want, b), 1.0);
+  EXPECT_LE(wrong::worst_ratio(got, rb.exact, rb.bound), 1.0);
   // Reading row 1's states too (6 partitions) lands far outside the bound.
   const wrong::States six = wrong::row_states(ml.data(), es.data(), tmp.data(), 2 * P, D);
-  EXPECT_GT(worst_ratio(wrong::reduce(wrong::Reduction::right, six), want, b), 1.0);
+  EXPECT_GT(wrong::worst_ratio(wrong::reduce(wrong::Reduction::right, six), rb.exact, rb.bound),
+            1.0);
 }
 
 // States past a row's partition count hold NaN garbage (vLLM leaves them unwritten): the

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "pagedattn_bound/state_bounds.h"
+
 namespace pagedattn::test::wrong {
 
 // One row of partition states: P states, each with a head_size-long o.
@@ -22,6 +24,8 @@ struct States {
   std::vector<double> o;     // [P][head_size]
   int parts() const { return static_cast<int>(m.size()); }
   double o_at(int p, int d) const { return o[static_cast<std::size_t>(p) * head_size + d]; }
+  // The row as the proven reduce bound reads it (pagedattn_bound/state_bounds.h).
+  bound::StateRow row() const { return {parts(), head_size, m.data(), s.data(), o.data()}; }
 };
 
 // Reads one row from the kernels' buffer layout ([row][P] states, [row][P][head_size] o).
@@ -50,13 +54,15 @@ enum class Reduction {
   partial_max,            // M stale: partition 0's max only; weights in fp32 as a kernel
                           // computes them, so exp(m_p - M) overflows past a gap of 88
   largest_max_partition,  // the o_p of the partition with the largest m_p
+  weights_perturbed,      // w_p off by a relative 1e-5, + and - on alternate live states: a
+                          // subtle weight bug (a common factor would cancel in the ratio)
 };
 
 inline const std::vector<Reduction>& all_wrong() {
   static const std::vector<Reduction> v = {
-      Reduction::exp_sum_twice,        Reduction::no_rescale,      Reduction::epsilon_denominator,
-      Reduction::partials_rounded,     Reduction::empty_merge_nan, Reduction::partial_max,
-      Reduction::largest_max_partition};
+      Reduction::exp_sum_twice,         Reduction::no_rescale,       Reduction::epsilon_denominator,
+      Reduction::partials_rounded,      Reduction::empty_merge_nan,  Reduction::partial_max,
+      Reduction::largest_max_partition, Reduction::weights_perturbed};
   return v;
 }
 
@@ -78,6 +84,8 @@ inline std::string name(Reduction r) {
       return "partial_max";
     case Reduction::largest_max_partition:
       return "largest_max_partition";
+    case Reduction::weights_perturbed:
+      return "weights_perturbed";
   }
   return "?";
 }
@@ -114,8 +122,10 @@ inline std::vector<double> reduce(Reduction r, const States& st) {
   for (int p = 0; p < max_over; ++p) M = std::max(M, st.m[p]);
   std::vector<double> w(P, 0.0);
   double total = 0;
+  int live = -1;  // index of p among the states weighed
   for (int p = 0; p < P; ++p) {
     if (empty(p) && r != Reduction::empty_merge_nan) continue;
+    ++live;
     switch (r) {
       case Reduction::exp_sum_twice:
         w[p] = st.s[p] * st.s[p] * std::exp(st.m[p] - M);
@@ -129,6 +139,9 @@ inline std::vector<double> reduce(Reduction r, const States& st) {
       // -inf - -inf = NaN when every state before is empty too (M = -inf), and 0 * NaN = NaN.
       case Reduction::empty_merge_nan:
         w[p] = st.s[p] * std::exp(st.m[p] - M);
+        break;
+      case Reduction::weights_perturbed:
+        w[p] = st.s[p] * std::exp(st.m[p] - M) * (live % 2 == 0 ? 1 + 1e-5 : 1 - 1e-5);
         break;
       default:
         w[p] = st.s[p] * std::exp(st.m[p] - M);
@@ -148,6 +161,17 @@ inline std::vector<double> reduce(Reduction r, const States& st) {
     out[d] = total == 0 && r != Reduction::empty_merge_nan ? 0.0 : acc / den;
   }
   return out;
+}
+
+// max_d |got_d - exact_d| / bound_d: 0 / 0 counts 0, a NaN error counts +inf.
+inline double worst_ratio(const std::vector<double>& got, const std::vector<double>& exact,
+                          const std::vector<double>& bound) {
+  double r = 0;
+  for (std::size_t d = 0; d < got.size(); ++d) {
+    const double e = std::fabs(got[d] - exact[d]);
+    r = std::isnan(e) ? INFINITY : std::max(r, e == 0 ? 0.0 : e / bound[d]);
+  }
+  return r;
 }
 
 }  // namespace pagedattn::test::wrong

@@ -10,8 +10,9 @@
 //            against the exact reference within the proven bound (pagedattn::testing's
 //            judge: kernel_error_bound with CUDA's __expf accuracy and warp 32);
 //   reduce   the reduce alone on the same host-made partition states: bitwise when every
-//            maximum is equal (weights s_p exp(0)), else within the derived reduce bound
-//            (kernels/tests/reduce_bound.h) of the exact fold.
+//            maximum is equal (weights s_p exp(0)), else (f32 outputs) within the proven
+//            reduce bound (bound::reduce_bounds: theorem fold_error, CUDA's __expf
+//            accuracy) of the exact fold.
 // --dry runs the "native" side on the emulator too (no CUDA call at all), so the plumbing
 // is tested without a GPU; --inject-wrong flips one output bit of every native run, which
 // every class must catch (shows the comparisons can fail).
@@ -34,7 +35,8 @@
 #include <nlohmann/json.hpp>
 
 #include "../../gpu_bench/cuda_check.h"
-#include "../tests/reduce_bound.h"
+#include "../tests/wrong_reductions.h"
+#include "pagedattn_bound/state_bounds.h"
 #include "pagedattn/resources.h"
 #include "pagedattn/supported.h"
 #include "pagedattn_testing/judge.h"
@@ -43,8 +45,7 @@
 
 using namespace pagedattn;
 using namespace pagedattn::testing;
-using pagedattn::test::reduce_bounds;
-using pagedattn::test::worst_ratio;
+using pagedattn::test::wrong::worst_ratio;
 namespace wrong = pagedattn::test::wrong;
 using json = nlohmann::json;
 
@@ -246,18 +247,18 @@ struct Runner {
       row["bitwise"] = same;
       row["bitwise_expected"] = equal_maxima;
       double g_ratio = 0, e_ratio = 0;
-      if (out_t == DType::f32) {  // the derived bound is for the fp32 fold and output
+      if (out_t == DType::f32) {  // f16/bf16 outputs: the final rounding would dominate
         for (int h = 0; h < H; ++h) {
           const auto st = wrong::row_states(&ml[h * P], &es[h * P], &tmp[h * P * D], P, D);
-          const auto exact = wrong::reduce(wrong::Reduction::right, st);
-          const auto bound = reduce_bounds(st);
+          const bound::ReduceBounds rb =
+              bound::reduce_bounds(bound::Format::f32, bound::ExpAccuracy::cuda_fast(), st.row());
           std::vector<double> g(D), e(D);
           for (int d = 0; d < D; ++d) {
             g[d] = decode(out_t, gpu_out.data(), h * D + d);
             e[d] = decode(out_t, emu_out.data(), h * D + d);
           }
-          g_ratio = std::max(g_ratio, worst_ratio(g, exact, bound));
-          e_ratio = std::max(e_ratio, worst_ratio(e, exact, bound));
+          g_ratio = std::max(g_ratio, worst_ratio(g, rb.exact, rb.bound));
+          e_ratio = std::max(e_ratio, worst_ratio(e, rb.exact, rb.bound));
         }
         row["gpu_over_bound"] = g_ratio;
         row["emu_over_bound"] = e_ratio;

@@ -24,7 +24,10 @@
 // correctly rounded for all float inputs. k and its direction come from ExpModel:
 //   exact_host: k = 0;   up / down: k = max_ulp toward +inf / toward 0;
 //   random: k in [0, max_ulp] and the direction from a hash of (seed, bits of x), so results
-//   are deterministic and do not depend on call order or on which host thread calls.
+//   are deterministic and do not depend on call order or on which host thread calls;
+//   adversarial: k = max_ulp, the direction per argument from the caller's `up(x, ctx)`: a
+//   test that knows which token an argument belongs to picks the direction that moves the
+//   output furthest (the sign of v_i - y), within the same ulp model as up / down.
 // Moving stops at 0 and +inf (a result never changes sign or becomes NaN); bases 0, inf and
 // NaN are returned unchanged (exp(-inf) = 0 and exp(inf) = inf exactly, as on the GPU).
 // The model is global state: set it between launches, never while a launch runs.
@@ -37,10 +40,14 @@
 namespace emu::math {
 
 struct ExpModel {
-  enum class Mode { exact_host, random, up, down };
+  enum class Mode { exact_host, random, up, down, adversarial };
   Mode mode = Mode::exact_host;
   int max_ulp = 0;
   uint64_t seed = 0;
+  // adversarial: true moves exp(x) up, false down. Called from every host thread of a
+  // launch at once: it must only read `ctx`. Null: down.
+  bool (*up)(float x, const void* ctx) = nullptr;
+  const void* ctx = nullptr;
 };
 
 namespace detail {
@@ -95,6 +102,8 @@ inline float apply_model(float base, float x, uint64_t tag) {
       return move_ulps(base, m.max_ulp, true);
     case ExpModel::Mode::down:
       return move_ulps(base, m.max_ulp, false);
+    case ExpModel::Mode::adversarial:
+      return move_ulps(base, m.max_ulp, m.up != nullptr && m.up(x, m.ctx));
     case ExpModel::Mode::random: {
       const uint64_t h = mix64(mix64(m.seed ^ tag) ^ f2u(x));
       const int k = static_cast<int>((h >> 1) % (static_cast<uint64_t>(m.max_ulp) + 1));
