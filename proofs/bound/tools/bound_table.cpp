@@ -1,0 +1,91 @@
+// bound_table: coefficients.def as JSON (format in proofs/bound/README.md), with every
+// entry evaluated in outward intervals on two examples, for a checker of the Coq
+// theorem's constants (tests/check_table.py).
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "pagedattn_bound/bound.h"
+
+namespace pb = pagedattn::bound;
+
+int main() {
+  nlohmann::ordered_json j;
+  j["format"] = "pagedattn-bound-table/1";
+  j["functions"] = {{"grow", "(1 + u)^k - 1, k a nonnegative integer"},
+                    {"comb", "a + b + a b, i.e. (1 + a)(1 + b) - 1"},
+                    {"exp", "e^x"},
+                    {"min", "min(a, b)"},
+                    {"max", "max(a, b)"},
+                    {"sel", "a if f != 0 else b (f a 0/1 flag)"},
+                    {"step", "1 if x > 0 else 0"},
+                    {"ceil_div", "ceil(a / b)"},
+                    {"ceil_log2", "the least integer k >= 0 with 2^k >= x"}};
+  nlohmann::ordered_json entries = nlohmann::ordered_json::array();
+  for (const pb::TableEntry& e : pb::coefficient_table()) {
+    nlohmann::ordered_json o = {{"kind", e.kind}, {"level", e.level}, {"name", e.name}};
+    if (*e.eq) o["eq"] = e.eq;
+    if (*e.expr) o["expr"] = e.expr;
+    if (*e.doc) o["doc"] = e.doc;
+    entries.push_back(o);
+  }
+  j["entries"] = entries;
+
+  // The hand-checked case of tests/test_bound.cpp, and a V2 case with an fp8 cache and
+  // every one of vLLM's choices (each comb with two nonzero operands).
+  nlohmann::ordered_json examples = nlohmann::ordered_json::array();
+  auto example = [&](const char* what, const pb::KernelConfig& c, const pb::RowMagnitudes& row,
+                     const pb::ElementMagnitudes& el) {
+    const pb::RowBound rb = pb::row_bound(c, row);
+    pb::ElementTerms<pb::Interval> e = pb::convert_inputs<pb::Interval>(pb::element_inputs(el));
+    pb::evaluate_element(rb.terms, e);
+    nlohmann::ordered_json values;
+    pb::for_each_value(rb.terms, e, [&](const char* name, const pb::Interval& x) {
+      values[name] = {x.lo, x.hi};
+    });
+    examples.push_back({{"config", what}, {"values", values}});
+  };
+  pb::KernelConfig c;
+  c.scalar = c.cache = pb::Format::f32;
+  c.head_size = 128;
+  c.block_size = 16;
+  c.warp_size = 32;
+  c.exp = pb::ExpAccuracy{0.5, 0};
+  pb::RowMagnitudes row;
+  row.n = 1000;
+  row.max_abs_v = 1;
+  pb::ElementMagnitudes el;
+  el.a = el.abs_exact = el.dev = 0.5;
+  example(
+      "f32 V1, head 128, block 16, warp 32, 128 threads, exp a = 0.5, b = 0; n = 1000, "
+      "max_abs_v = 1, every other row magnitude 0; A = Y = dev = 0.5",
+      c, row, el);
+  c.scalar = pb::Format::f16;
+  c.cache = pb::Format::fp8_e4m3;
+  c.warp_size = 64;
+  c.partition_size = 512;
+  c.choices = pb::Choices::vllm_compatible();
+  c.exp = pb::ExpAccuracy::cuda_fast();
+  c.scale = 0.088;
+  row.n = 100000;
+  row.spread = 3;
+  row.max_abs_logit = 2;
+  row.max_qk = 5;
+  row.max_abs_v = 448;
+  row.sum_abs_q = 11;
+  row.p_gap = 1.5;
+  row.p_qk = 2;
+  row.p_x = 1;
+  el.a = 100;
+  el.abs_exact = 3;
+  el.dev = 120;
+  el.dev_gap = 150;
+  el.dev_qk = 200;
+  el.dev_x = 90;
+  example(
+      "f16 V2 partition 512, fp8_e4m3 cache, vLLM's numerics (all three choices), head 128, "
+      "block 16, warp 64, CUDA's __expf, scale 0.088; n = 100000 and made-up magnitudes",
+      c, row, el);
+  j["examples"] = examples;
+  std::printf("%s\n", j.dump(1).c_str());
+  return 0;
+}
