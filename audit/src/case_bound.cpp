@@ -1,7 +1,9 @@
 // Exact magnitudes of the audit's inputs for kernel_error_bound, and the per-element bounds.
 #include "case_bound.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 namespace pagedattn::audit {
@@ -28,74 +30,127 @@ bound::Format to_format(DType t) {
   }
 }
 
+// Element decoders by table, built once from the project's own conversions (dtypes.h):
+// the bound's passes read every key and value twice or three times.
+struct Decoder {
+  DType t;
+  const std::uint8_t* bytes;
+  const float* table;  // f16, bf16 (65,536 entries), fp8 (256); null for f32
+  double operator()(std::int64_t i) const {
+    switch (t) {
+      case DType::f32: {
+        float f;
+        std::memcpy(&f, bytes + 4 * i, 4);
+        return f;
+      }
+      case DType::f16:
+      case DType::bf16: {
+        std::uint16_t h;
+        std::memcpy(&h, bytes + 2 * i, 2);
+        return table[h];
+      }
+      default:
+        return table[bytes[i]];
+    }
+  }
+};
+
+const float* decode_table(DType t) {
+  static const std::vector<float> f16 = [] {
+    std::vector<float> v(65536);
+    for (std::uint32_t h = 0; h < 65536; ++h)
+      v[h] = f16_bits_to_float(static_cast<std::uint16_t>(h));
+    return v;
+  }();
+  static const std::vector<float> bf16 = [] {
+    std::vector<float> v(65536);
+    for (std::uint32_t h = 0; h < 65536; ++h)
+      v[h] = bf16_bits_to_float(static_cast<std::uint16_t>(h));
+    return v;
+  }();
+  static const std::vector<float> e4m3 = [] {
+    std::vector<float> v(256);
+    for (int b = 0; b < 256; ++b) v[b] = fp8_e4m3_to_float(static_cast<std::uint8_t>(b));
+    return v;
+  }();
+  static const std::vector<float> e5m2 = [] {
+    std::vector<float> v(256);
+    for (int b = 0; b < 256; ++b) v[b] = fp8_e5m2_to_float(static_cast<std::uint8_t>(b));
+    return v;
+  }();
+  switch (t) {
+    case DType::f16:
+      return f16.data();
+    case DType::bf16:
+      return bf16.data();
+    case DType::fp8_e4m3:
+      return e4m3.data();
+    case DType::fp8_e5m2:
+      return e5m2.data();
+    default:
+      return nullptr;
+  }
+}
+
+Decoder decoder(DType t, const std::vector<std::uint8_t>& bytes) {
+  return Decoder{t, bytes.data(), decode_table(t)};
+}
+
 }  // namespace
 
 BoundInputs bound_inputs(const Inputs& in) {
-  const int S = in.num_seqs, H = in.num_heads, D = in.head_size, B = in.block_size;
+  const int S = in.num_seqs, H = in.num_heads, D = in.head_size, B = in.block_size,
+            KVH = in.num_kv_heads, group = H / KVH;
   const bool fp8 = in.cache != CacheFormat::same;
   const DType ce = cache_elem_format(in);
+  // Dequantized elements: an fp8 value times a float scale is exact in double.
   const double ks = fp8 ? in.k_scale : 1.0, vs = fp8 ? in.v_scale : 1.0;
+  const Decoder qd = decoder(in.dtype, in.query), kd = decoder(ce, in.key_cache),
+                vd = decoder(ce, in.value_cache);
+  const int x = 16 / static_cast<int>(dtype_size(in.cache_elem()));  // key chunk (vLLM's x)
   BoundInputs bi;
   bi.rows.resize(static_cast<std::size_t>(S) * H);
   bi.elements.resize(static_cast<std::size_t>(S) * H * D);
-  std::vector<double> q(D), logits, qk;
+  std::vector<double> q(static_cast<std::size_t>(group) * D);
+  std::vector<bound::QueryRow> rows(group);
   for (int s = 0; s < S; ++s) {
     const std::int64_t n = in.seq_lens[s];
     const std::int32_t* table = in.block_tables.data() + std::int64_t{s} * in.max_blocks_per_seq;
-    for (int h = 0; h < H; ++h) {
-      const int kvh = h / (H / in.num_kv_heads);
-      const std::size_t r = static_cast<std::size_t>(s) * H + h;
-      double sum_abs_q = 0;
-      bool finite = true;
-      for (int d = 0; d < D; ++d) {
-        q[d] = element(in, in.query, in.dtype, (std::int64_t{s} * H + h) * D + d);
-        sum_abs_q += std::fabs(q[d]);
-        finite = finite && (n == 0 || std::isfinite(q[d]));  // q is read only if n > 0
+    for (int kvh = 0; kvh < KVH; ++kvh) {
+      for (int g = 0; g < group; ++g) {
+        const int h = kvh * group + g;
+        for (int d = 0; d < D; ++d) q[g * D + d] = qd((std::int64_t{s} * H + h) * D + d);
+        rows[g].q = q.data() + g * D;
+        rows[g].alibi_slope = in.alibi_slopes.empty() ? 0.0 : in.alibi_slopes[h];
       }
-      logits.assign(static_cast<std::size_t>(n), 0);
-      qk.assign(static_cast<std::size_t>(n), 0);
-      const double slope = in.alibi_slopes.empty() ? 0.0 : in.alibi_slopes[h];
-      for (std::int64_t i = 0; i < n; ++i) {
-        const std::int64_t blk = table[i / B];
-        double dot = 0, mag = 0;
-        for (int d = 0; d < D; ++d) {
-          // Each product is exact in double (at most 24 + 24 significant bits).
-          const double k = element(in, in.key_cache, ce, key_offset(in, blk, kvh, d, i % B)) * ks;
-          dot += q[d] * k;
-          mag += std::fabs(q[d] * k);
+      // Token i of a tile is slot i % B of block table[i / B]; keys are stored in chunks of
+      // x elements per slot ([block][kvh][D / x][B][x]), values slot-fastest ([block][kvh][D][B]).
+      bound::KvSource kv;
+      kv.n = n;
+      kv.head_size = D;
+      kv.scale = in.scale;
+      kv.alibi_position0 = 1 - n;
+      kv.keys = [&](std::int64_t i0, std::int64_t i1, double* out) {
+        for (std::int64_t i = i0; i < i1; ++i) {
+          const std::int64_t base =
+              ((std::int64_t{table[i / B]} * KVH + kvh) * (D / x) * B + i % B) * x;
+          double* o = out + (i - i0) * D;
+          for (int c = 0; c < D / x; ++c)
+            for (int j = 0; j < x; ++j) o[c * x + j] = kd(base + std::int64_t{c} * B * x + j) * ks;
         }
-        logits[i] = in.scale * dot + slope * static_cast<double>(i - n + 1);
-        qk[i] = std::fabs(static_cast<double>(in.scale)) * mag;
-        finite = finite && std::isfinite(logits[i]) && std::isfinite(qk[i]);
-      }
-      bound::RowMagnitudes& row = bi.rows[r];
-      bound::ElementMagnitudes* el = bi.elements.data() + r * D;
-      bound::exact_magnitudes(
-          n, D, logits.data(), qk.data(),
-          [&](std::int64_t i, double* v) {
-            const std::int64_t blk = table[i / B];
-            for (int d = 0; d < D; ++d) {
-              v[d] = element(in, in.value_cache, ce, value_offset(in, blk, kvh, d, i % B)) * vs;
-              finite = finite && std::isfinite(v[d]);
-            }
-          },
-          sum_abs_q, &row, el);
-      if (!finite) {  // a NaN or inf input: the exact row is NaN, nothing to bound
-        row.spread = std::numeric_limits<double>::quiet_NaN();
-        continue;
-      }
-      // The double dot products above are off by at most D 2^-53 Q_i in absolute terms
-      // (recursive summation of exact products), which a relative 1e-12 of x_i need not
-      // cover when the logits cancel: widen the gaps and |x| by that much explicitly.
-      const double ex = 2 * D * 0x1p-53 * row.max_qk;
-      row.spread += 2 * ex;
-      row.p_gap += 2 * ex;
-      row.p_x += ex;
-      row.max_abs_logit += ex;
-      for (int d = 0; d < D; ++d) {
-        el[d].dev_gap += 2 * ex * el[d].a;
-        el[d].dev_x += ex * el[d].a;
-      }
+      };
+      kv.values = [&](std::int64_t i0, std::int64_t i1, double* out) {
+        for (std::int64_t i = i0; i < i1; ++i) {
+          const std::int64_t base = (std::int64_t{table[i / B]} * KVH + kvh) * D * B + i % B;
+          double* o = out + (i - i0) * D;
+          for (int d = 0; d < D; ++d) o[d] = vd(base + std::int64_t{d} * B) * vs;
+        }
+      };
+      const std::size_t r0 =
+          static_cast<std::size_t>(s) * H + static_cast<std::size_t>(kvh) * group;
+      bound::exact_magnitudes(kv, rows.data(), group, bi.rows.data() + r0,
+                              bi.elements.data() + r0 * D, nullptr);
+      // Rows with a non-finite input come back with spread = NaN (nothing to bound).
     }
   }
   return bi;
@@ -123,11 +178,14 @@ std::vector<double> element_bounds(const Inputs& in, const BoundInputs& bi, cons
   std::vector<double> out(bi.elements.size(), std::numeric_limits<double>::quiet_NaN());
   for (std::size_t r = 0; r < bi.rows.size(); ++r) {
     if (std::isnan(bi.rows[r].spread)) continue;
+    const bound::RowBound rb = bound::row_bound(c, bi.rows[r]);
     for (std::size_t d = 0; d < D; ++d) {
       const std::size_t j = r * D + d;
       bound::ElementMagnitudes el = bi.elements[j];
-      if (std::isfinite(exact[j])) el.abs_exact = std::fabs(exact[j]) + exact_err[j];
-      out[j] = bound::kernel_error_bound(c, bi.rows[r], el).total;
+      // |y| <= |exact| + exact_err (rounded up), and the magnitudes' own bound of |y|.
+      if (std::isfinite(exact[j]))
+        el.abs_exact = std::min(el.abs_exact, bound::add_up(std::fabs(exact[j]), exact_err[j]));
+      out[j] = bound::element_bound(rb, el).total;
     }
   }
   return out;

@@ -17,8 +17,9 @@ struct BoundInputs {
   std::vector<bound::ElementMagnitudes> elements;
 };
 
-// From the inputs alone (double arithmetic, margins for its rounding: see case_bound.cpp).
-// Rows with a non-finite input read get NaN magnitudes (their exact values are NaN).
+// From the inputs alone, through bound::exact_magnitudes (upper bounds of the exact
+// magnitudes; each KV head's keys and values decoded once for its GQA group of heads).
+// Rows with a non-finite input read get spread = NaN (their exact values are NaN).
 BoundInputs bound_inputs(const Inputs& in);
 
 // What a case ran with, as the bound needs it.

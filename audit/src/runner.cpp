@@ -339,7 +339,14 @@ std::vector<CaseResult> run_inputs(const Config& c, const Inputs& in,
   live.value_cache = in.value_cache.data(), live.block_tables = in.block_tables.data();
   live.seq_lens = in.seq_lens.data(), live.scale = in.scale;
   live.alibi_slopes = in.alibi_slopes.empty() ? nullptr : in.alibi_slopes.data();
-  const std::string input_finding = first_nonfinite_input(live);
+  // The magnitudes read every live input (q and slopes where a sequence has a token, keys
+  // and values inside seq_len) and mark each row that read a non-finite one: only then is
+  // there a finding to name, and the scan for its first element runs.
+  const bool any_nonfinite =
+      std::any_of(magnitudes.rows.begin(), magnitudes.rows.end(),
+                  [](const bound::RowMagnitudes& m) { return std::isnan(m.spread); });
+  const std::string input_finding =
+      any_nonfinite || !std::isfinite(in.scale) ? first_nonfinite_input(live) : "";
   const ref::Output exact = reference.get();
   for (std::size_t i = 0; i < results.size(); ++i) {
     CaseResult& r = results[i];
