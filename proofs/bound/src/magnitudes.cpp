@@ -40,6 +40,8 @@
 //   each field is then a combination of the sums (M2)-(M3) of e_i times these factors.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -52,6 +54,32 @@ constexpr double kU = 0x1p-53;      // double unit roundoff
 constexpr double kEta = 0x1p-1074;  // > one product's or quotient's underflow error
 constexpr std::int64_t kTile = 64;  // tokens per tile: the inner level of every sum
 constexpr int kLanes = 8;           // partial sums of a dot product
+
+// 4-wide vectors of doubles (GCC's vector extension). The helpers are internal and
+// inlined, so their vector values cross no ABI boundary (hence -Wpsabi is off in this file).
+#pragma GCC diagnostic ignored "-Wpsabi"
+typedef double V4 __attribute__((vector_size(32)));
+typedef std::uint64_t U4 __attribute__((vector_size(32)));
+inline V4 load4(const double* p) {
+  V4 v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+inline V4 abs4(V4 v) {
+  const U4 mask = {~(std::uint64_t{1} << 63), ~(std::uint64_t{1} << 63), ~(std::uint64_t{1} << 63),
+                   ~(std::uint64_t{1} << 63)};
+  return reinterpret_cast<V4>(reinterpret_cast<U4>(v) & mask);
+}
+
+// The two hot loops (the key pass, the value passes) are built twice, for AVX2 and for the
+// baseline, and picked at load time: vector lanes run over the head dimension, so no sum
+// is reordered (the build's -ffp-contract=off keeps every product and sum rounded as
+// written): both clones do the same IEEE operations in the same order.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define PAGEDATTN_BOUND_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define PAGEDATTN_BOUND_CLONES
+#endif
 
 // gamma_h = h u / (1 - h u), upward.
 Interval gamma(double h) {
@@ -82,7 +110,7 @@ struct Row {
 };
 
 // The key pass (M1) for every row of the group, one tile of keys at a time.
-void logits(const KvSource& kv, std::vector<Row>& rows) {
+PAGEDATTN_BOUND_CLONES void logits(const KvSource& kv, std::vector<Row>& rows) {
   const std::int64_t n = kv.n;
   const int D = kv.head_size;
   const double scale = kv.scale, scale_abs = std::fabs(kv.scale);
@@ -95,21 +123,26 @@ void logits(const KvSource& kv, std::vector<Row>& rows) {
   for (std::int64_t i0 = 0; i0 < n; i0 += kTile) {
     const std::int64_t i1 = std::min(n, i0 + kTile);
     kv.keys(i0, i1, k.data());
-    bool keys_finite = true;
-    for (std::int64_t j = 0; j < (i1 - i0) * D; ++j) keys_finite &= std::isfinite(k[j]);
     for (std::size_t ri = 0; ri < rows.size(); ++ri) {
       Row& r = rows[ri];
-      r.finite &= keys_finite;
       for (std::int64_t i = i0; i < i1; ++i) {
         const double* kr = k.data() + (i - i0) * D;
-        double acc[kLanes] = {}, mag[kLanes] = {};
+        // Lanes 0-3 and 4-7 as two 4-wide vectors (GCC's vector extension: each lane an
+        // IEEE double operation, as the scalar code would do).
+        V4 a_lo = {}, a_hi = {}, m_lo = {}, m_hi = {};
         int d = 0;
         for (; d + kLanes <= D; d += kLanes) {
-          for (int l = 0; l < kLanes; ++l) {
-            const double p = r.q[d + l] * kr[d + l];
-            acc[l] += p;
-            mag[l] += std::fabs(p);
-          }
+          const V4 p_lo = load4(r.q + d) * load4(kr + d);
+          const V4 p_hi = load4(r.q + d + 4) * load4(kr + d + 4);
+          a_lo += p_lo;
+          a_hi += p_hi;
+          m_lo += abs4(p_lo);
+          m_hi += abs4(p_hi);
+        }
+        double acc[kLanes], mag[kLanes];
+        for (int l = 0; l < 4; ++l) {
+          acc[l] = a_lo[l], acc[l + 4] = a_hi[l];
+          mag[l] = m_lo[l], mag[l + 4] = m_hi[l];
         }
         for (; d < D; ++d) {
           const double p = r.q[d] * kr[d];
@@ -127,6 +160,7 @@ void logits(const KvSource& kv, std::vector<Row>& rows) {
         r.qk[i] = scale_abs * m;
         max_x0[ri] = std::max(max_x0[ri], std::fabs(x0));
         max_s[ri] = std::max(max_s[ri], std::fabs(s));
+        // A NaN or inf key element makes m non-finite (0 * inf is NaN), as does q's.
         r.finite &= std::isfinite(x) && std::isfinite(r.qk[i]);
       }
     }
@@ -191,19 +225,22 @@ void weights(std::int64_t n, Row& r) {
 }
 
 // The value passes (M3)-(M4): pass 0 sums fl(e v) and fl(e |v|); pass 1 the deviations.
-void value_sums(const KvSource& kv, std::vector<Row>& rows, int pass, double* max_abs_v,
-                bool* values_finite) {
+PAGEDATTN_BOUND_CLONES void value_sums(const KvSource& kv, std::vector<Row>& rows, int pass,
+                                       double* max_abs_v, bool* values_finite) {
   const std::int64_t n = kv.n;
   const int D = kv.head_size;
   std::vector<double> v(static_cast<std::size_t>(kTile) * D);
-  std::vector<double> part(static_cast<std::size_t>(4) * D);
+  std::vector<double> part(static_cast<std::size_t>(4) * D), vmax(D, 0.0);
   for (std::int64_t i0 = 0; i0 < n; i0 += kTile) {
     const std::int64_t i1 = std::min(n, i0 + kTile);
     kv.values(i0, i1, v.data());
     if (pass == 0) {
-      for (std::int64_t j = 0; j < (i1 - i0) * D; ++j) {
-        *values_finite &= std::isfinite(v[j]);
-        *max_abs_v = std::max(*max_abs_v, std::fabs(v[j]));
+      for (std::int64_t i = i0; i < i1; ++i) {
+        const double* __restrict vi = v.data() + (i - i0) * D;
+        for (int d = 0; d < D; ++d) {
+          const double a = std::fabs(vi[d]);
+          vmax[d] = vmax[d] > a ? vmax[d] : a;  // a NaN is seen in the sums below
+        }
       }
     }
     for (Row& r : rows) {
@@ -248,6 +285,11 @@ void value_sums(const KvSource& kv, std::vector<Row>& rows, int pass, double* ma
       }
     }
   }
+  if (pass != 0) return;
+  for (int d = 0; d < D; ++d) *max_abs_v = std::max(*max_abs_v, vmax[d]);
+  // A NaN or inf value makes its element's sum of e |v| non-finite (0 * inf is NaN too).
+  for (const Row& r : rows)
+    for (int d = 0; d < D && r.finite; ++d) *values_finite &= std::isfinite(r.na[d]);
 }
 
 // (M2)-(M5): the bounds of one row's fields from its sums.
