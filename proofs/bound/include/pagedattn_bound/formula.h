@@ -72,37 +72,35 @@ struct ElementTerms {
 #undef PAGEDATTN_BOUND_HYPOTHESIS
 };
 
-// The inputs of one number type as another's (To constructible from From).
+// The inputs of one number type as another's (To constructible from From): the row
+// inputs of rf into rt and the element inputs of ef into et, where not null.
 template <class To, class From>
-RowTerms<To> convert_inputs(const RowTerms<From>& f) {
-  RowTerms<To> t;
+void copy_inputs(const RowTerms<From>& rf, const ElementTerms<From>& ef, RowTerms<To>* rt,
+                 ElementTerms<To>* et) {
 #define PAGEDATTN_BOUND_INPUT(level, name, doc) PAGEDATTN_BOUND_CP_##level(name)
 #define PAGEDATTN_BOUND_COEF(level, name, eq, expr)
 #define PAGEDATTN_BOUND_HYPOTHESIS(level, name, eq, lhs, rhs)
-#define PAGEDATTN_BOUND_CP_row(name) t.name = To(f.name);
-#define PAGEDATTN_BOUND_CP_element(name)
+#define PAGEDATTN_BOUND_CP_row(name) \
+  if (rt) rt->name = To(rf.name);
+#define PAGEDATTN_BOUND_CP_element(name) \
+  if (et) et->name = To(ef.name);
 #include "pagedattn_bound/coefficients.def"
 #undef PAGEDATTN_BOUND_CP_row
 #undef PAGEDATTN_BOUND_CP_element
 #undef PAGEDATTN_BOUND_INPUT
 #undef PAGEDATTN_BOUND_COEF
 #undef PAGEDATTN_BOUND_HYPOTHESIS
+}
+template <class To, class From>
+RowTerms<To> convert_inputs(const RowTerms<From>& f) {
+  RowTerms<To> t;
+  copy_inputs<To, From>(f, ElementTerms<From>{}, &t, nullptr);
   return t;
 }
 template <class To, class From>
 ElementTerms<To> convert_inputs(const ElementTerms<From>& f) {
   ElementTerms<To> e;
-#define PAGEDATTN_BOUND_INPUT(level, name, doc) PAGEDATTN_BOUND_CP_##level(name)
-#define PAGEDATTN_BOUND_COEF(level, name, eq, expr)
-#define PAGEDATTN_BOUND_HYPOTHESIS(level, name, eq, lhs, rhs)
-#define PAGEDATTN_BOUND_CP_row(name)
-#define PAGEDATTN_BOUND_CP_element(name) e.name = To(f.name);
-#include "pagedattn_bound/coefficients.def"
-#undef PAGEDATTN_BOUND_CP_row
-#undef PAGEDATTN_BOUND_CP_element
-#undef PAGEDATTN_BOUND_INPUT
-#undef PAGEDATTN_BOUND_COEF
-#undef PAGEDATTN_BOUND_HYPOTHESIS
+  copy_inputs<To, From>(RowTerms<From>{}, f, nullptr, &e);
   return e;
 }
 
