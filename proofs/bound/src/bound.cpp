@@ -68,82 +68,100 @@ double subnormal_half_quantum(Format f) {
   return 1;
 }
 
-RowTerms<double> row_inputs(const KernelConfig& c, const RowMagnitudes& row) {
+RowTerms<double> row_inputs(const KernelConfig& c, const RowMagnitudes& row, bool vllm) {
   check(c);
+  const bool fp8 = is_fp8(c.cache);
   RowTerms<double> t;
   t.u = 0x1p-24;
-  t.us = unit_roundoff(c.scalar);
-  t.eta_s = subnormal_half_quantum(c.scalar);
-  t.tiny = 0x1p-126;
-  t.eps_f = static_cast<double>(1e-6f);  // the float the kernels add, exactly
+  t.eta = 0x1p-150;
+  t.eta_e = 0x1p-126;
+  t.eta64 = 0x1p-86;
+  t.flt_max = static_cast<double>(std::numeric_limits<float>::max());
+  t.eps32 = static_cast<double>(1e-6f);  // 8796093 * 2^-43, the float the kernels add
+  t.us = c.scalar == Format::f32 ? 0 : unit_roundoff(c.scalar);
+  t.etas = c.scalar == Format::f32 ? 0 : subnormal_half_quantum(c.scalar);
   t.a_exp = c.exp.a_ulp;
   t.b_exp = c.exp.b_ulp;
-  t.scale_abs = std::fabs(c.scale);
+  t.sc = c.scale;
+  t.ks = fp8 ? c.k_scale : 1;
+  t.vs = fp8 ? c.v_scale : 1;
   t.D = c.head_size;
   t.B = c.block_size;
   t.W = c.warp_size;
   t.T = c.threads_per_block;
-  t.PS = c.partition_size;
-  t.fp8 = is_fp8(c.cache);
-  t.round_p = c.choices.round_probabilities;
-  t.eps = c.choices.epsilon_denominator;
-  t.partials = c.choices.partials_in_output_dtype;
-  t.f32_out = c.scalar == Format::f32;
+  t.fp8 = fp8;
+  t.vl = vllm;
   t.n = static_cast<double>(row.n);
+  // V2's partitions (one V2 partition is copied by the reduce: V1's numerics).
+  const std::int64_t ps = c.partition_size;
+  t.P = ps ? static_cast<double>((row.n + ps - 1) / ps) : 1;
+  t.L = static_cast<double>(ps ? std::min<std::int64_t>(row.n, ps) : row.n);
   t.spread = row.spread;
-  t.max_abs_logit = row.max_abs_logit;
-  t.max_qk = row.max_qk;
-  t.max_abs_v = row.max_abs_v;
-  t.sum_abs_q = row.sum_abs_q;
-  t.p_gap = row.p_gap;
-  t.p_qk = row.p_qk;
-  t.p_x = row.p_x;
+  t.X = row.max_abs_logit;
+  t.Qm = row.max_qk;
+  t.V = row.max_abs_v;
+  t.Sq = row.sum_abs_q;
+  t.pgap = row.p_gap;
+  t.pqk = row.p_qk;
+  t.px = row.p_x;
   return t;
 }
 
 ElementTerms<double> element_inputs(const ElementMagnitudes& el) {
   ElementTerms<double> e;
   e.A = el.a;
-  e.Y = el.abs_exact >= 0 ? std::min(el.abs_exact, el.a) : el.a;
+  e.Y = el.abs_exact >= 0 ? el.abs_exact : el.a;  // |y| <= A always
   e.dev = el.dev;
-  e.dev_gap = el.dev_gap;
-  e.dev_qk = el.dev_qk;
-  e.dev_x = el.dev_x;
+  e.dgap = el.dev_gap;
+  e.dqk = el.dev_qk;
+  e.dx = el.dev_x;
   return e;
 }
 
 RowBound row_bound(const KernelConfig& c, const RowMagnitudes& row) {
-  const RowTerms<double> in = row_inputs(c, row);
   RowBound b;
+  check(c);
   b.empty = row.n <= 0;
   if (b.empty) return b;
+  // The theorem covers Numerics::exact_fp32 (vl = 0) and vllm_compatible (vl = 1, the three
+  // choices together). A single choice is not in it: its bound is the larger of both.
+  const Choices& ch = c.choices;
+  const int n_true = ch.partials_in_output_dtype + ch.epsilon_denominator + ch.round_probabilities;
+  b.proven = n_true == 0 || n_true == 3;
+  for (const bool vllm : {false, true}) {
+    if (b.proven && vllm != (n_true == 3)) continue;
     // Every input is a point: the table's doubles are the exact values.
-  b.terms = convert_inputs<Interval>(in);
-  evaluate_row(b.terms);
+    RowTerms<Interval>& t = b.terms[b.count++];
+    t = convert_inputs<Interval>(row_inputs(c, row, vllm));
+    evaluate_row(t);
+  }
   return b;
 }
 
 Bound element_bound(const RowBound& row, const ElementMagnitudes& el) {
   Bound b;
   if (row.empty) return b;  // the kernels write an exact 0
-  const ElementTerms<double> in = element_inputs(el);
-  ElementTerms<Interval> e = convert_inputs<Interval>(in);
-  const RowTerms<Interval>& t = row.terms;
   const double inf = std::numeric_limits<double>::infinity();
-  if (!(t.weights_perturbation_below_one && t.denominator_error_below_one)) {
-    b.fp32 = b.total = b.softmax = b.sums = b.final_rounding = inf;
-    return b;
+  const ElementTerms<Interval> in = convert_inputs<Interval>(element_inputs(el));
+  for (int k = 0; k < row.count; ++k) {
+    const RowTerms<Interval>& t = row.terms[k];
+    if (!t.hypotheses_hold) {  // a hypothesis of the theorem fails (or is not certain)
+      b.fp32 = b.total = b.softmax = b.sums = b.tail = b.absolute = b.final_rounding = inf;
+      return b;
+    }
+    ElementTerms<Interval> e = in;
+    evaluate_element(t, e);
+    // Upper ends; a NaN (a NaN magnitude: a row with non-finite inputs) is no bound at all.
+    auto up = [&](const Interval& x) { return std::isnan(x.hi) ? inf : x.hi; };
+    if (k > 0 && !(up(e.total) > b.total)) continue;  // the larger of the two evaluations
+    b.softmax = up(e.Esm);
+    b.sums = up(e.Es);
+    b.tail = up(e.Etail);
+    b.absolute = up(t.ze);
+    b.fp32 = up(e.E32);
+    b.final_rounding = up(e.final);
+    b.total = up(e.total);
   }
-  evaluate_element(t, e);
-  // Upper ends; a NaN (a NaN magnitude: a row with non-finite inputs) is no bound at all.
-  auto up = [&](const Interval& x) { return std::isnan(x.hi) ? inf : x.hi; };
-  b.softmax = up(e.E_softmax);
-  b.sums = up(e.E_sums);
-  b.tail = up(e.E_tail);
-  b.absolute = up(t.E_abs);
-  b.fp32 = up(e.E_32);
-  b.final_rounding = up(e.E_final);
-  b.total = up(e.total);
   return b;
 }
 

@@ -106,8 +106,17 @@ inline Mp ceil_log2(const Mp& x) {
   while (std::ldexp(1.0, k) < x.to_double(MPFR_RNDU)) ++k;
   return Mp(k);
 }
+inline Mp abs(const Mp& a) {
+  return a < Mp(0) ? -a : a;
+}
+inline Mp le(const Mp& a, const Mp& b) {
+  return Mp(b < a ? 0 : 1);
+}
 inline bool holds_lt(const Mp& a, const Mp& b) {
   return a < b;
+}
+inline bool holds_le(const Mp& a, const Mp& b) {
+  return !(b < a);
 }
 
 }  // namespace pagedattn::bound::test

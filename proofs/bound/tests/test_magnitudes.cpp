@@ -25,9 +25,7 @@ using pb::test::Mp;
 
 namespace {
 
-Mp abs(const Mp& a) {
-  return a < Mp(0) ? -a : a;
-}
+using pb::test::abs;
 
 struct RowInput {
   std::int64_t n = 0;

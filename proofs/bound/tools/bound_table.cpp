@@ -10,10 +10,12 @@ namespace pb = pagedattn::bound;
 
 int main() {
   nlohmann::ordered_json j;
-  j["format"] = "pagedattn-bound-table/1";
+  j["format"] = "pagedattn-bound-table/2";
   j["functions"] = {{"grow", "(1 + u)^k - 1, k a nonnegative integer"},
                     {"comb", "a + b + a b, i.e. (1 + a)(1 + b) - 1"},
                     {"exp", "e^x"},
+                    {"abs", "|x|"},
+                    {"le", "1 if a <= b else 0"},
                     {"min", "min(a, b)"},
                     {"max", "max(a, b)"},
                     {"sel", "a if f != 0 else b (f a 0/1 flag)"},
@@ -37,9 +39,9 @@ int main() {
                      const pb::ElementMagnitudes& el) {
     const pb::RowBound rb = pb::row_bound(c, row);
     pb::ElementTerms<pb::Interval> e = pb::convert_inputs<pb::Interval>(pb::element_inputs(el));
-    pb::evaluate_element(rb.terms, e);
+    pb::evaluate_element(rb.terms[0], e);
     nlohmann::ordered_json values;
-    pb::for_each_value(rb.terms, e, [&](const char* name, const pb::Interval& x) {
+    pb::for_each_value(rb.terms[0], e, [&](const char* name, const pb::Interval& x) {
       values[name] = {x.lo, x.hi};
     });
     examples.push_back({{"config", what}, {"values", values}});

@@ -13,12 +13,13 @@
 // The bound is componentwise: it scales with A = sum_i p_i |v_i| (the condition of the
 // weighted sum), not with |y|, so an output that is small by cancellation is judged fairly.
 //
-// Assumptions (proofs/error_bound.md, "Assumptions"): IEEE binary32 round to nearest even
-// for + - * / and fmaf (explicit fmaf only; nvcc --fmad=false); exp within ExpAccuracy;
-// no overflow anywhere (finite inputs; |v| and n small enough that n * max|v| < 2^127);
-// underflow (gradual or flushed to zero, e.g. __expf's ftz) is covered by an absolute term.
-// The inputs of a row are finite: a NaN or inf input makes y NaN (nan_propagation) and
-// there is nothing to bound.
+// Assumptions (proofs/error_bound.md, "Assumptions"; the Coq theorem's, proofs/coq/
+// Bound.v and Kernel.v): IEEE binary32 round to nearest even for + - * / and fmaf
+// (explicit fmaf only; nvcc --fmad=false); exp within ExpAccuracy, or flushed to zero;
+// underflow everywhere is in the absolute terms; the logits' fast path cannot overflow and
+// the P.V rare (rescaled) path is either excluded or charged (the table's hypotheses and
+// `pre`). The inputs of a row are finite: a NaN or inf input makes y NaN (nan_propagation)
+// and there is nothing to bound.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -111,7 +112,7 @@ struct Bound {
   double fp32 = 0;            // bound on |o32 - y|
   double final_rounding = 0;  // bound on |out - o32| (0 for f32 outputs)
   double total = 0;           // fp32 + final_rounding: the bound on |out - y|
-  // The parts of fp32 (the table's E_softmax, E_sums, E_tail, E_abs; they add up to it):
+  // The parts of fp32 (the table's Esm, Es, Etail, ze; they add up to it):
   double softmax = 0;   // perturbed weights: logit, subtraction and exp errors
   double sums = 0;      // rounding in the numerator and denominator sums
   double tail = 0;      // the last division (or vLLM's reciprocal and epsilon)
@@ -122,7 +123,8 @@ struct Bound {
 // in coefficients.def, evaluated in outward-rounded interval arithmetic (interval.h), and
 // each field is the upper end: never below the formula's real value at these inputs.
 // `row.n == 0` gives 0 (the kernels write an exact 0). Returns +inf components when a
-// hypothesis of the derivation fails (the perturbed weights' relative error reaching 1:
+// hypothesis of the theorem fails or is not certain at these inputs (the perturbed
+// weights' relative error reaching 1, a logit that could overflow, values past FLT_MAX:
 // far outside any fp32 use). Throws std::invalid_argument (naming the field) for
 // inconsistent configurations (scalar not f32/f16/bf16, cache neither the scalar nor fp8,
 // sizes not positive, a partition size not a multiple of the block size, warp not a
@@ -133,15 +135,20 @@ Bound kernel_error_bound(const KernelConfig& cfg, const RowMagnitudes& row,
 // The same in two steps, for many elements of one row: the row's coefficients once, then
 // each element (kernel_error_bound(c, r, e) == element_bound(row_bound(c, r), e)).
 struct RowBound {
-  RowTerms<Interval> terms;
+  RowTerms<Interval> terms[2];  // vl = 0 and/or 1 (see `proven`)
+  int count = 0;
   bool empty = false;  // n == 0
+  // The Coq theorem covers Numerics::exact_fp32 and vllm_compatible (its three choices
+  // together); for a single choice the bound is the larger of the table at vl = 0 and at
+  // vl = 1, which is not proven.
+  bool proven = true;
 };
 RowBound row_bound(const KernelConfig& cfg, const RowMagnitudes& row);
 Bound element_bound(const RowBound& row, const ElementMagnitudes& el);
 // The row inputs of the table (coefficients.def) for a configuration and row, before
-// evaluation (the tests evaluate them in other number types).
-RowTerms<double> row_inputs(const KernelConfig& cfg, const RowMagnitudes& row);
-// The element inputs: Y = min(|y|, A) (A when |y| is unknown) and the magnitudes.
+// evaluation (the tests evaluate them in other number types); vllm sets the table's vl.
+RowTerms<double> row_inputs(const KernelConfig& cfg, const RowMagnitudes& row, bool vllm);
+// The element inputs: Y = |y| (A when |y| is unknown) and the magnitudes.
 ElementTerms<double> element_inputs(const ElementMagnitudes& el);
 
 // ---- The exact magnitudes (magnitudes.cpp) ----

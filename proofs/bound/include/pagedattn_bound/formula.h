@@ -36,8 +36,17 @@ inline double step(double x) {
 inline double ceil_div(double a, double b) {
   return std::ceil(a / b);
 }
+inline double abs(double x) {
+  return std::fabs(x);
+}
+inline double le(double a, double b) {
+  return a <= b ? 1 : 0;
+}
 inline bool holds_lt(double lhs, double rhs) {
   return lhs < rhs;
+}
+inline bool holds_le(double lhs, double rhs) {
+  return lhs <= rhs;
 }
 
 // The inputs and coefficients of level `row` (and the hypotheses' outcomes).
@@ -45,7 +54,8 @@ template <class N>
 struct RowTerms {
 #define PAGEDATTN_BOUND_INPUT(level, name, doc) PAGEDATTN_BOUND_FIELD_##level(name)
 #define PAGEDATTN_BOUND_COEF(level, name, eq, expr) PAGEDATTN_BOUND_FIELD_##level(name)
-#define PAGEDATTN_BOUND_HYPOTHESIS(level, name, eq, lhs, rhs) bool name = false;
+#define PAGEDATTN_BOUND_HYPOTHESIS(level, name, eq, lhs, rel, rhs) bool name = false;
+  bool hypotheses_hold = false;  // every hypothesis above (evaluate_row sets them)
 #define PAGEDATTN_BOUND_FIELD_row(name) N name{};
 #define PAGEDATTN_BOUND_FIELD_element(name)
 #include "pagedattn_bound/coefficients.def"
@@ -61,7 +71,7 @@ template <class N>
 struct ElementTerms {
 #define PAGEDATTN_BOUND_INPUT(level, name, doc) PAGEDATTN_BOUND_FIELD_##level(name)
 #define PAGEDATTN_BOUND_COEF(level, name, eq, expr) PAGEDATTN_BOUND_FIELD_##level(name)
-#define PAGEDATTN_BOUND_HYPOTHESIS(level, name, eq, lhs, rhs)
+#define PAGEDATTN_BOUND_HYPOTHESIS(level, name, eq, lhs, rel, rhs)
 #define PAGEDATTN_BOUND_FIELD_row(name)
 #define PAGEDATTN_BOUND_FIELD_element(name) N name{};
 #include "pagedattn_bound/coefficients.def"
@@ -79,7 +89,7 @@ void copy_inputs(const RowTerms<From>& rf, const ElementTerms<From>& ef, RowTerm
                  ElementTerms<To>* et) {
 #define PAGEDATTN_BOUND_INPUT(level, name, doc) PAGEDATTN_BOUND_CP_##level(name)
 #define PAGEDATTN_BOUND_COEF(level, name, eq, expr)
-#define PAGEDATTN_BOUND_HYPOTHESIS(level, name, eq, lhs, rhs)
+#define PAGEDATTN_BOUND_HYPOTHESIS(level, name, eq, lhs, rel, rhs)
 #define PAGEDATTN_BOUND_CP_row(name) \
   if (rt) rt->name = To(rf.name);
 #define PAGEDATTN_BOUND_CP_element(name) \
@@ -108,10 +118,11 @@ ElementTerms<To> convert_inputs(const ElementTerms<From>& f) {
 // defined from the ones above it, so a forward reference does not compile.
 template <class N>
 void evaluate_row(RowTerms<N>& t) {
+  t.hypotheses_hold = true;
 #define PAGEDATTN_BOUND_INPUT(level, name, doc) PAGEDATTN_BOUND_IN_##level(name)
 #define PAGEDATTN_BOUND_COEF(level, name, eq, expr) PAGEDATTN_BOUND_CO_##level(name, expr)
-#define PAGEDATTN_BOUND_HYPOTHESIS(level, name, eq, lhs, rhs) \
-  PAGEDATTN_BOUND_HY_##level(name, lhs, rhs)
+#define PAGEDATTN_BOUND_HYPOTHESIS(level, name, eq, lhs, rel, rhs) \
+  PAGEDATTN_BOUND_HY_##level(name, lhs, rel, rhs)
 #define PAGEDATTN_BOUND_IN_row(name) \
   const N name = t.name;             \
   (void)name;
@@ -120,8 +131,10 @@ void evaluate_row(RowTerms<N>& t) {
   const N name = (expr);                   \
   t.name = name;
 #define PAGEDATTN_BOUND_CO_element(name, expr)
-#define PAGEDATTN_BOUND_HY_row(name, lhs, rhs) t.name = holds_lt(N(lhs), N(rhs));
-#define PAGEDATTN_BOUND_HY_element(name, lhs, rhs)
+#define PAGEDATTN_BOUND_HY_row(name, lhs, rel, rhs) \
+  t.name = holds_##rel(N(lhs), N(rhs));             \
+  t.hypotheses_hold = t.hypotheses_hold && t.name;
+#define PAGEDATTN_BOUND_HY_element(name, lhs, rel, rhs)
 #include "pagedattn_bound/coefficients.def"
 #undef PAGEDATTN_BOUND_IN_row
 #undef PAGEDATTN_BOUND_IN_element
@@ -139,7 +152,7 @@ template <class N>
 void evaluate_element(const RowTerms<N>& t, ElementTerms<N>& e) {
 #define PAGEDATTN_BOUND_INPUT(level, name, doc) PAGEDATTN_BOUND_IN_##level(name)
 #define PAGEDATTN_BOUND_COEF(level, name, eq, expr) PAGEDATTN_BOUND_CO_##level(name, expr)
-#define PAGEDATTN_BOUND_HYPOTHESIS(level, name, eq, lhs, rhs)
+#define PAGEDATTN_BOUND_HYPOTHESIS(level, name, eq, lhs, rel, rhs)
 #define PAGEDATTN_BOUND_IN_row(name) \
   const N& name = t.name;            \
   (void)name;
@@ -161,7 +174,8 @@ void evaluate_element(const RowTerms<N>& t, ElementTerms<N>& e) {
 }
 
 // The table as data (bound_table prints it as JSON): kind is "input", "coef" or
-// "hypothesis"; expr is the expression's text ("lhs < rhs" for a hypothesis).
+// "hypothesis"; expr is the expression's text ("lhs < rhs" or "lhs <= rhs" for a
+// hypothesis).
 struct TableEntry {
   const char* kind;
   const char* level;
@@ -174,8 +188,10 @@ inline const std::vector<TableEntry>& coefficient_table() {
   static const std::vector<TableEntry> table = {
 #define PAGEDATTN_BOUND_INPUT(level, name, doc) {"input", #level, #name, "", "", doc},
 #define PAGEDATTN_BOUND_COEF(level, name, eq, expr) {"coef", #level, #name, eq, #expr, ""},
-#define PAGEDATTN_BOUND_HYPOTHESIS(level, name, eq, lhs, rhs) \
-  {"hypothesis", #level, #name, eq, #lhs " < " #rhs, ""},
+#define PAGEDATTN_BOUND_HYPOTHESIS(level, name, eq, lhs, rel, rhs) \
+  {"hypothesis", #level, #name, eq, #lhs PAGEDATTN_BOUND_REL_##rel #rhs, ""},
+#define PAGEDATTN_BOUND_REL_lt " < "
+#define PAGEDATTN_BOUND_REL_le " <= "
 #include "pagedattn_bound/coefficients.def"
 #undef PAGEDATTN_BOUND_INPUT
 #undef PAGEDATTN_BOUND_COEF
@@ -189,7 +205,7 @@ template <class N, class F>
 void for_each_value(const RowTerms<N>& t, const ElementTerms<N>& e, F&& f) {
 #define PAGEDATTN_BOUND_INPUT(level, name, doc) f(#name, PAGEDATTN_BOUND_OF_##level.name);
 #define PAGEDATTN_BOUND_COEF(level, name, eq, expr) f(#name, PAGEDATTN_BOUND_OF_##level.name);
-#define PAGEDATTN_BOUND_HYPOTHESIS(level, name, eq, lhs, rhs)
+#define PAGEDATTN_BOUND_HYPOTHESIS(level, name, eq, lhs, rel, rhs)
 #define PAGEDATTN_BOUND_OF_row t
 #define PAGEDATTN_BOUND_OF_element e
 #include "pagedattn_bound/coefficients.def"

@@ -188,6 +188,17 @@ inline Interval sel(const Interval& flag, const Interval& a, const Interval& b) 
   if (flag.point()) return flag.lo != 0 ? a : b;
   return {std::min(a.lo, b.lo), std::max(a.hi, b.hi)};
 }
+inline Interval abs(const Interval& a) {
+  if (a.lo >= 0) return a;
+  if (a.hi <= 0) return -a;
+  return {0, std::max(-a.lo, a.hi)};
+}
+// 1 if a <= b, else 0 (the hull [0, 1] where the intervals overlap: then sel takes both).
+inline Interval le(const Interval& a, const Interval& b) {
+  if (a.hi <= b.lo) return 1;
+  if (a.lo > b.hi) return 0;
+  return {0, 1};
+}
 // 1 if x > 0, else 0 (the hull [0, 1] if x straddles 0).
 inline Interval step(const Interval& x) {
   return {x.lo > 0 ? 1.0 : 0.0, x.hi > 0 ? 1.0 : 0.0};
@@ -205,9 +216,12 @@ inline double ceil_log2(double x) {
 inline Interval ceil_log2(const Interval& x) {
   return {ceil_log2(x.lo), ceil_log2(x.hi)};
 }
-// lhs < rhs for every value in the intervals (a hypothesis of the derivation holds).
+// lhs < rhs (lhs <= rhs) for every value in the intervals: a hypothesis holds.
 inline bool holds_lt(const Interval& lhs, const Interval& rhs) {
   return lhs.hi < rhs.lo;
+}
+inline bool holds_le(const Interval& lhs, const Interval& rhs) {
+  return lhs.hi <= rhs.lo;
 }
 
 }  // namespace pagedattn::bound
