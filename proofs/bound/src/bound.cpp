@@ -107,6 +107,50 @@ RowTerms<double> row_inputs(const KernelConfig& c, const RowMagnitudes& row, boo
   return t;
 }
 
+paper::RowTerms<double> paper_row_inputs(const KernelConfig& c, const RowMagnitudes& row) {
+  check(c);
+  paper::RowTerms<double> t;
+  t.u = 0x1p-24;
+  t.us = unit_roundoff(c.scalar);
+  t.eta_s = subnormal_half_quantum(c.scalar);
+  t.tiny = 0x1p-126;
+  t.eps_f = static_cast<double>(1e-6f);  // the float the kernels add, exactly
+  t.a_exp = c.exp.a_ulp;
+  t.b_exp = c.exp.b_ulp;
+  t.scale_abs = std::fabs(c.scale);
+  t.D = c.head_size;
+  t.B = c.block_size;
+  t.W = c.warp_size;
+  t.T = c.threads_per_block;
+  t.PS = c.partition_size;
+  t.fp8 = is_fp8(c.cache);
+  t.round_p = c.choices.round_probabilities;
+  t.eps = c.choices.epsilon_denominator;
+  t.partials = c.choices.partials_in_output_dtype;
+  t.f32_out = c.scalar == Format::f32;
+  t.n = static_cast<double>(row.n);
+  t.spread = row.spread;
+  t.max_abs_logit = row.max_abs_logit;
+  t.max_qk = row.max_qk;
+  t.max_abs_v = row.max_abs_v;
+  t.sum_abs_q = row.sum_abs_q;
+  t.p_gap = row.p_gap;
+  t.p_qk = row.p_qk;
+  t.p_x = row.p_x;
+  return t;
+}
+
+paper::ElementTerms<double> paper_element_inputs(const ElementMagnitudes& el) {
+  paper::ElementTerms<double> e;
+  e.A = el.a;
+  e.Y = el.abs_exact >= 0 ? std::min(el.abs_exact, el.a) : el.a;
+  e.dev = el.dev;
+  e.dev_gap = el.dev_gap;
+  e.dev_qk = el.dev_qk;
+  e.dev_x = el.dev_x;
+  return e;
+}
+
 ElementTerms<double> element_inputs(const ElementMagnitudes& el) {
   ElementTerms<double> e;
   e.A = el.a;
@@ -123,46 +167,59 @@ RowBound row_bound(const KernelConfig& c, const RowMagnitudes& row) {
   check(c);
   b.empty = row.n <= 0;
   if (b.empty) return b;
-  // The theorem covers Numerics::exact_fp32 (vl = 0) and vllm_compatible (vl = 1, the three
-  // choices together). A single choice is not in it: its bound is the larger of both.
+  // The theorem covers Numerics::exact_fp32 (vl = 0) and vllm_compatible (vl = 1, its three
+  // choices together); any other combination of choices gets the paper formula.
   const Choices& ch = c.choices;
   const int n_true = ch.partials_in_output_dtype + ch.epsilon_denominator + ch.round_probabilities;
   b.proven = n_true == 0 || n_true == 3;
-  for (const bool vllm : {false, true}) {
-    if (b.proven && vllm != (n_true == 3)) continue;
-    // Every input is a point: the table's doubles are the exact values.
-    RowTerms<Interval>& t = b.terms[b.count++];
-    t = convert_inputs<Interval>(row_inputs(c, row, vllm));
-    evaluate_row(t);
+  // Every input is a point: the table's doubles are the exact values.
+  if (b.proven) {
+    b.terms = convert_inputs<Interval>(row_inputs(c, row, n_true == 3));
+    evaluate_row(b.terms);
+  } else {
+    b.paper_terms = paper::convert_inputs<Interval>(paper_row_inputs(c, row));
+    paper::evaluate_row(b.paper_terms);
   }
   return b;
 }
 
-Bound element_bound(const RowBound& row, const ElementMagnitudes& el) {
-  Bound b;
-  if (row.empty) return b;  // the kernels write an exact 0
+namespace {
+// The Bound from an evaluated element (upper ends; a NaN, a NaN magnitude of a row with
+// non-finite inputs, is no bound at all).
+template <class E>
+Bound upper_ends(const E& softmax, const E& sums, const E& tail, const E& absolute, const E& fp32,
+                 const E& final_rounding, const E& total) {
   const double inf = std::numeric_limits<double>::infinity();
-  const ElementTerms<Interval> in = convert_inputs<Interval>(element_inputs(el));
-  for (int k = 0; k < row.count; ++k) {
-    const RowTerms<Interval>& t = row.terms[k];
-    if (!t.hypotheses_hold) {  // a hypothesis of the theorem fails (or is not certain)
-      b.fp32 = b.total = b.softmax = b.sums = b.tail = b.absolute = b.final_rounding = inf;
-      return b;
-    }
-    ElementTerms<Interval> e = in;
-    evaluate_element(t, e);
-    // Upper ends; a NaN (a NaN magnitude: a row with non-finite inputs) is no bound at all.
-    auto up = [&](const Interval& x) { return std::isnan(x.hi) ? inf : x.hi; };
-    if (k > 0 && !(up(e.total) > b.total)) continue;  // the larger of the two evaluations
-    b.softmax = up(e.Esm);
-    b.sums = up(e.Es);
-    b.tail = up(e.Etail);
-    b.absolute = up(t.ze);
-    b.fp32 = up(e.E32);
-    b.final_rounding = up(e.final);
-    b.total = up(e.total);
-  }
+  auto up = [&](const Interval& x) { return std::isnan(x.hi) ? inf : x.hi; };
+  Bound b;
+  b.softmax = up(softmax);
+  b.sums = up(sums);
+  b.tail = up(tail);
+  b.absolute = up(absolute);
+  b.fp32 = up(fp32);
+  b.final_rounding = up(final_rounding);
+  b.total = up(total);
   return b;
+}
+}  // namespace
+
+Bound element_bound(const RowBound& row, const ElementMagnitudes& el) {
+  if (row.empty) return Bound{};  // the kernels write an exact 0
+  const double inf = std::numeric_limits<double>::infinity();
+  if (!(row.proven ? row.terms.hypotheses_hold : row.paper_terms.hypotheses_hold)) {
+    Bound b;  // a hypothesis fails (or is not certain)
+    b.fp32 = b.total = b.softmax = b.sums = b.tail = b.absolute = b.final_rounding = inf;
+    return b;
+  }
+  if (row.proven) {
+    ElementTerms<Interval> e = convert_inputs<Interval>(element_inputs(el));
+    evaluate_element(row.terms, e);
+    return upper_ends(e.Esm, e.Es, e.Etail, row.terms.ze, e.E32, e.final, e.total);
+  }
+  paper::ElementTerms<Interval> e = paper::convert_inputs<Interval>(paper_element_inputs(el));
+  paper::evaluate_element(row.paper_terms, e);
+  return upper_ends(e.E_softmax, e.E_sums, e.E_tail, row.paper_terms.E_abs, e.E_32, e.E_final,
+                    e.total);
 }
 
 Bound kernel_error_bound(const KernelConfig& c, const RowMagnitudes& row,

@@ -1,14 +1,13 @@
-// kernel_error_bound as evaluated (coefficients.def in outward-rounded double intervals)
-// against the same table in MPFR at 320 bits rounded upward, on random and adversarial
-// configurations and magnitudes: every coefficient's interval holds the MPFR value, the
-// total is never below it, and within a relative 2^-40 above it. And the plain
-// round-to-nearest evaluation of the same table does fall below it: directed rounding is
-// needed.
-// Wrong variants caught (each run once, then reverted): Interval's operator- as the
-// round-to-nearest {a.lo - b.lo, a.hi - b.hi} (EveryCoefficientEnclosesTheRealValue:
-// s_min's lower end above the real value; TotalIsNeverBelowTheRealBound too); exp(Interval)
-// through libm's std::exp (EveryCoefficient...: K's upper end below); bound.cpp adding
-// E_32 and E_final in round to nearest for the total (TotalIsNeverBelowTheRealBound).
+// kernel_error_bound as evaluated (coefficients.def, or paper_coefficients.def for single
+// vLLM choices, in outward-rounded double intervals) against the same table in MPFR at 320 bits
+// rounded upward, on random and adversarial configurations and magnitudes: every coefficient's
+// interval holds the MPFR value, the total is never below it, and within a relative 2^-40 above it.
+// And the plain round-to-nearest evaluation of the same table does fall below it: directed rounding
+// is needed. Wrong variants caught (each run once, then reverted): Interval's operator- as the
+// round-to-nearest {a.lo - b.lo, a.hi - b.hi} (EveryCoefficientEnclosesTheRealValue: e0's
+// lower end above the real value); exp(Interval) through libm's std::exp (the same test:
+// the paper table's K upper end below); element_bound adding E32 and final in round to
+// nearest for the total (TotalIsNeverBelowTheRealBound).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -23,6 +22,8 @@
 #include "pagedattn_bound/bound.h"
 
 namespace pb = pagedattn::bound;
+using pb::convert_inputs;
+using pb::paper::convert_inputs;
 using pb::test::kMpSlack;
 using pb::test::Mp;
 
@@ -90,36 +91,25 @@ Case random_case(std::mt19937_64& g) {
 }
 
 // (name, value) in table order, for one number type.
-template <class N>
-std::vector<std::pair<std::string, N>> values(const pb::RowTerms<N>& t,
-                                              const pb::ElementTerms<N>& e) {
-  std::vector<std::pair<std::string, N>> v;
-  pb::for_each_value(t, e, [&](const char* name, const N& x) { v.emplace_back(name, x); });
+template <class RowT, class ElT>
+auto values(const RowT& t, const ElT& e) {
+  std::vector<std::pair<std::string, std::decay_t<decltype(t.u)>>> v;
+  for_each_value(t, e, [&](const char* name, const auto& x) { v.emplace_back(name, x); });
   return v;
 }
 
-struct Evaluated {
-  pb::RowTerms<Mp> mt;
-  pb::ElementTerms<Mp> me;
-  bool hypotheses = false;
-};
-Evaluated in_mpfr(const Case& k, bool vllm) {
-  Evaluated ev;
-  ev.mt = pb::convert_inputs<Mp>(pb::row_inputs(k.c, k.row, vllm));
-  pb::evaluate_row(ev.mt);
-  ev.hypotheses = ev.mt.hypotheses_hold;
-  ev.me = pb::convert_inputs<Mp>(pb::element_inputs(k.el));
-  if (ev.hypotheses) pb::evaluate_element(ev.mt, ev.me);
-  return ev;
-}
-// The table's numerics flag(s) for the case's choices: ours 0, vLLM's 1, a single choice
-// both (kernel_error_bound takes the larger).
-std::vector<bool> flags(const Case& k) {
+// Calls f(row inputs, element inputs) in doubles for the table kernel_error_bound uses on
+// this case: the theorem's (ours: vl = 0, vLLM's: vl = 1) or, for a single choice or two,
+// the paper formula's.
+template <class F>
+void with_table(const Case& k, F&& f) {
   const pb::Choices& c = k.c.choices;
   const int n = c.partials_in_output_dtype + c.epsilon_denominator + c.round_probabilities;
-  if (n == 0) return {false};
-  if (n == 3) return {true};
-  return {false, true};
+  if (n == 0 || n == 3) {
+    f(pb::row_inputs(k.c, k.row, n == 3), pb::element_inputs(k.el));
+  } else {
+    f(pb::paper_row_inputs(k.c, k.row), pb::paper_element_inputs(k.el));
+  }
 }
 
 bool below(double x, const Mp& real) {  // x < real, beyond MPFR's own slack
@@ -135,25 +125,28 @@ bool above(double x, const Mp& real) {
 
 TEST(Formula, EveryCoefficientEnclosesTheRealValue) {
   std::mt19937_64 g(20261130);
-  int checked = 0, infinite = 0;
+  int checked = 0, infinite = 0, paper = 0;
   for (int i = 0; i < 3000; ++i) {
     const Case k = random_case(g);
-    for (const bool vllm : flags(k)) {
-      pb::RowTerms<pb::Interval> it =
-          pb::convert_inputs<pb::Interval>(pb::row_inputs(k.c, k.row, vllm));
-      pb::evaluate_row(it);
-      const Evaluated ev = in_mpfr(k, vllm);
+    with_table(k, [&](const auto& rin, const auto& ein) {
+      auto it = convert_inputs<pb::Interval>(rin);
+      evaluate_row(it);
+      auto mt = convert_inputs<Mp>(rin);
+      evaluate_row(mt);
       // The interval's hypotheses imply the real ones (an uncertain one gives +inf).
-      ASSERT_TRUE(!it.hypotheses_hold || ev.hypotheses) << i;
+      ASSERT_TRUE(!it.hypotheses_hold || mt.hypotheses_hold) << i;
       if (!it.hypotheses_hold) {
         ++infinite;
-        continue;
+        EXPECT_EQ(pb::kernel_error_bound(k.c, k.row, k.el).total,
+                  std::numeric_limits<double>::infinity());
+        return;
       }
-      pb::ElementTerms<pb::Interval> ie =
-          pb::convert_inputs<pb::Interval>(pb::element_inputs(k.el));
-      pb::evaluate_element(it, ie);
+      auto ie = convert_inputs<pb::Interval>(ein);
+      evaluate_element(it, ie);
+      auto me = convert_inputs<Mp>(ein);
+      evaluate_element(mt, me);
       const auto iv = values(it, ie);
-      const auto mv = values(ev.mt, ev.me);
+      const auto mv = values(mt, me);
       ASSERT_EQ(iv.size(), mv.size());
       for (std::size_t j = 0; j < iv.size(); ++j) {
         ASSERT_FALSE(below(iv[j].second.hi, mv[j].second))
@@ -162,9 +155,11 @@ TEST(Formula, EveryCoefficientEnclosesTheRealValue) {
             << "case " << i << ": " << iv[j].first << " lower end above the real value";
       }
       ++checked;
-    }
+      paper += !pb::row_bound(k.c, k.row).proven;
+    });
   }
   EXPECT_GT(checked, 2000);
+  EXPECT_GT(paper, 500);   // single choices: the paper formula
   EXPECT_GT(infinite, 0);  // the edges reach the hypotheses' limits
 }
 
@@ -177,20 +172,17 @@ TEST(Formula, TotalIsNeverBelowTheRealBound) {
   for (int i = 0; i < 3000; ++i) {
     const Case k = random_case(g);
     const pb::Bound b = pb::kernel_error_bound(k.c, k.row, k.el);
-    bool all = true;
-    Mp real(0);
-    for (const bool vllm : flags(k)) {
-      const Evaluated ev = in_mpfr(k, vllm);
-      all = all && ev.hypotheses;
-      if (ev.hypotheses && real < ev.me.total) real = ev.me.total;
-      if (ev.hypotheses) ASSERT_FALSE(below(b.fp32, ev.me.E32)) << i;
-      if (ev.hypotheses) ASSERT_FALSE(below(b.final_rounding, ev.me.final)) << i;
-    }
-    if (!all || !std::isfinite(b.total)) continue;
-    ++checked;
-    ASSERT_FALSE(below(b.total, real)) << i;
-    worst = std::max(worst, ((Mp(b.total) - real) / real).to_double());
-    ASSERT_FALSE(real * Mp(1 + 0x1p-40) < Mp(b.total)) << i << ": not tight";
+    with_table(k, [&](const auto& rin, const auto& ein) {
+      auto mt = convert_inputs<Mp>(rin);
+      evaluate_row(mt);
+      if (!mt.hypotheses_hold || !std::isfinite(b.total)) return;
+      auto me = convert_inputs<Mp>(ein);
+      evaluate_element(mt, me);
+      ++checked;
+      ASSERT_FALSE(below(b.total, me.total)) << i;
+      worst = std::max(worst, ((Mp(b.total) - me.total) / me.total).to_double());
+      ASSERT_FALSE(me.total * Mp(1 + 0x1p-40) < Mp(b.total)) << i << ": not tight";
+    });
   }
   EXPECT_GT(checked, 1500);
   RecordProperty("worst_relative_excess", std::to_string(worst));
@@ -205,21 +197,20 @@ TEST(Formula, RoundToNearestFallsBelowTheRealBound) {
   int below_count = 0, n = 0;
   for (int i = 0; i < 2000; ++i) {
     const Case k = random_case(g);
-    const bool vllm = flags(k).back();
-    const Evaluated ev = in_mpfr(k, vllm);
-    pb::RowTerms<double> t = pb::row_inputs(k.c, k.row, vllm);
-    pb::evaluate_row(t);
-    if (!ev.hypotheses || !t.hypotheses_hold) continue;
-    pb::ElementTerms<double> e = pb::element_inputs(k.el);
-    pb::evaluate_element(t, e);
-    ++n;
-    if (below(e.total, ev.me.total)) ++below_count;
-    pb::RowTerms<pb::Interval> it =
-        pb::convert_inputs<pb::Interval>(pb::row_inputs(k.c, k.row, vllm));
-    pb::evaluate_row(it);
-    pb::ElementTerms<pb::Interval> ie = pb::convert_inputs<pb::Interval>(pb::element_inputs(k.el));
-    pb::evaluate_element(it, ie);
-    ASSERT_FALSE(below(ie.total.hi, ev.me.total)) << i;
+    with_table(k, [&](const auto& rin, const auto& ein) {
+      auto mt = convert_inputs<Mp>(rin);
+      evaluate_row(mt);
+      auto t = rin;
+      evaluate_row(t);
+      if (!mt.hypotheses_hold || !t.hypotheses_hold) return;
+      auto me = convert_inputs<Mp>(ein);
+      evaluate_element(mt, me);
+      auto e = ein;
+      evaluate_element(t, e);
+      ++n;
+      if (below(e.total, me.total)) ++below_count;
+      ASSERT_FALSE(below(pb::kernel_error_bound(k.c, k.row, k.el).total, me.total)) << i;
+    });
   }
   EXPECT_GT(below_count, n / 10) << below_count << " of " << n;
   printf("round to nearest below the real bound: %d of %d cases\n", below_count, n);

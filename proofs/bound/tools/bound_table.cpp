@@ -39,9 +39,9 @@ int main() {
                      const pb::ElementMagnitudes& el) {
     const pb::RowBound rb = pb::row_bound(c, row);
     pb::ElementTerms<pb::Interval> e = pb::convert_inputs<pb::Interval>(pb::element_inputs(el));
-    pb::evaluate_element(rb.terms[0], e);
+    pb::evaluate_element(rb.terms, e);
     nlohmann::ordered_json values;
-    pb::for_each_value(rb.terms[0], e, [&](const char* name, const pb::Interval& x) {
+    pb::for_each_value(rb.terms, e, [&](const char* name, const pb::Interval& x) {
       values[name] = {x.lo, x.hi};
     });
     examples.push_back({{"config", what}, {"values", values}});

@@ -135,13 +135,14 @@ Bound kernel_error_bound(const KernelConfig& cfg, const RowMagnitudes& row,
 // The same in two steps, for many elements of one row: the row's coefficients once, then
 // each element (kernel_error_bound(c, r, e) == element_bound(row_bound(c, r), e)).
 struct RowBound {
-  RowTerms<Interval> terms[2];  // vl = 0 and/or 1 (see `proven`)
-  int count = 0;
-  bool empty = false;  // n == 0
   // The Coq theorem covers Numerics::exact_fp32 and vllm_compatible (its three choices
-  // together); for a single choice the bound is the larger of the table at vl = 0 and at
-  // vl = 1, which is not proven.
+  // together): `terms`, the theorem's table. Any other combination of vLLM's choices (the
+  // audit's ablation) gets the paper formula, paper_coefficients.def: `paper_terms`, and
+  // proven = false.
   bool proven = true;
+  RowTerms<Interval> terms;
+  paper::RowTerms<Interval> paper_terms;
+  bool empty = false;  // n == 0
 };
 RowBound row_bound(const KernelConfig& cfg, const RowMagnitudes& row);
 Bound element_bound(const RowBound& row, const ElementMagnitudes& el);
@@ -150,6 +151,9 @@ Bound element_bound(const RowBound& row, const ElementMagnitudes& el);
 RowTerms<double> row_inputs(const KernelConfig& cfg, const RowMagnitudes& row, bool vllm);
 // The element inputs: Y = |y| (A when |y| is unknown) and the magnitudes.
 ElementTerms<double> element_inputs(const ElementMagnitudes& el);
+// The same for the paper formula (paper_coefficients.def).
+paper::RowTerms<double> paper_row_inputs(const KernelConfig& cfg, const RowMagnitudes& row);
+paper::ElementTerms<double> paper_element_inputs(const ElementMagnitudes& el);
 
 // ---- The exact magnitudes (magnitudes.cpp) ----
 // Every field comes out as an upper bound of the exact real quantity (abs_exact: of |y|),
