@@ -18,6 +18,8 @@ their ratio are printed (and written as JSON with --json).
 import argparse
 import json
 import math
+import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -108,44 +110,60 @@ def main():
     p = torch.softmax(torch.bmm(q[0].float().reshape(8, 4, 128), k.transpose(1, 2)) * scale, -1)
     direct = torch.bmm(p, v).reshape(1, 32, 128)
     sanity = float((out.float() - direct).abs().max())
+    def children_cpu():
+        r = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return r.ru_utime + r.ru_stime
+
     def audit(binary):
-        """Wall time of one audit, and the emulator's V2 time (its two V2 cases)."""
+        """Wall and CPU time of one audit, and the emulator's V2 time (its two V2 cases)."""
         with tempfile.NamedTemporaryFile(suffix=".json") as f:
-            t0 = time.perf_counter()
+            c0, t0 = children_cpu(), time.perf_counter()
             subprocess.run([binary] + HEADLINE + ["--json", f.name], check=True,
                            stdout=subprocess.DEVNULL)
-            wall = time.perf_counter() - t0
+            wall, cpu = time.perf_counter() - t0, children_cpu() - c0
             cases = json.load(open(f.name))["cases"]
-        return wall, sum(c["time_s"] for c in cases if c["kernel"] == "v2")
+        return wall, cpu, sum(c["time_s"] for c in cases if c["kernel"] == "v2")
 
-    times = {"audit": [], "audit_v2_kernels": [], "torch_v2": [], "also": []}
+    times = {k: [] for k in ("audit", "audit_cpu", "audit_v2_kernels", "torch_v2",
+                             "torch_v2_cpu", "also", "also_cpu")}
     for i in range(a.rounds):
-        wall, v2 = audit(a.pagedattn)
+        wall, cpu, v2 = audit(a.pagedattn)
         times["audit"].append(wall)
+        times["audit_cpu"].append(cpu)
         times["audit_v2_kernels"].append(v2)
         if a.also:
-            times["also"].append(audit(a.also)[0])
-        t0 = time.perf_counter()
+            w, c, _ = audit(a.also)
+            times["also"].append(w)
+            times["also_cpu"].append(c)
+        c0, t0 = time.process_time(), time.perf_counter()
         paged_attention_v2(*inputs, scale)
         times["torch_v2"].append(time.perf_counter() - t0)
-        print("round %d: audit %.2f s (its V2 launches %.2f s), torch V2 %.3f s%s"
-              % (i + 1, wall, v2, times["torch_v2"][-1],
-                 ", also %.2f s" % times["also"][-1] if a.also else ""), flush=True)
+        times["torch_v2_cpu"].append(time.process_time() - c0)
+        print("round %d: audit %.2f s wall, %.2f s CPU (its V2 launches %.2f s); torch V2 %.3f s "
+              "wall, %.3f s CPU%s" % (i + 1, wall, cpu, v2, times["torch_v2"][-1],
+                                      times["torch_v2_cpu"][-1],
+                                      "; also %.2f s wall, %.2f s CPU" % (times["also"][-1],
+                                                                         times["also_cpu"][-1])
+                                      if a.also else ""), flush=True)
     med = {k: statistics.median(v) for k, v in times.items() if v}
     res = {"command": "pagedattn " + " ".join(HEADLINE), "rounds": a.rounds,
-           "torch_threads": a.threads, "times_s": times, "medians_s": med,
-           "ratio": med["audit"] / med["torch_v2"],
+           "torch_threads": a.threads, "load_average": os.getloadavg(), "times_s": times,
+           "medians_s": med, "ratio": med["audit"] / med["torch_v2"],
+           "cpu_ratio": med["audit_cpu"] / med["torch_v2_cpu"],
            "v2_kernels_ratio": med["audit_v2_kernels"] / med["torch_v2"],
            "baseline_vs_one_softmax_max_abs": sanity}
     if a.also:
         res["also"] = a.also
         res["also_ratio"] = med["also"] / med["torch_v2"]
-    print("median: audit %.2f s, torch V2 %.3f s: audit / torch = %.2fx; the audit's two "
-          "emulated V2 launches alone %.2f s = %.2fx%s (baseline check %.1e)"
-          % (med["audit"], med["torch_v2"], res["ratio"], med["audit_v2_kernels"],
-             res["v2_kernels_ratio"],
-             "; also %.2f s = %.2fx" % (med["also"], res["also_ratio"]) if a.also else "",
-             sanity))
+        res["audit_over_also"] = med["audit"] / med["also"]
+    print("median: audit %.2f s, torch V2 %.3f s: audit / torch = %.2fx (CPU %.2f s / %.3f s = "
+          "%.2fx); the audit's two emulated V2 launches alone %.2f s = %.2fx%s (load %.1f; "
+          "baseline check %.1e)"
+          % (med["audit"], med["torch_v2"], res["ratio"], med["audit_cpu"], med["torch_v2_cpu"],
+             res["cpu_ratio"], med["audit_v2_kernels"], res["v2_kernels_ratio"],
+             "; also %.2f s = %.2fx, audit / also = %.2f" % (med["also"], res["also_ratio"],
+                                                             res["audit_over_also"])
+             if a.also else "", os.getloadavg()[0], sanity))
     if a.json:
         with open(a.json, "w") as f:
             json.dump(res, f, indent=1)

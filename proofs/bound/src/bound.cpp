@@ -34,6 +34,42 @@ void check(const KernelConfig& c) {
   if (!(c.exp.a_ulp >= 0) || !(c.exp.b_ulp >= 0)) bad("exp accuracy must be >= 0 ulps");
 }
 
+// The inputs both tables name alike: fp32's unit roundoff, the exp's accuracy, the launch
+// geometry, the cache's kind and the row's magnitudes.
+template <class Terms>
+void common_inputs(const KernelConfig& c, const RowMagnitudes& row, Terms& t) {
+  t.u = 0x1p-24;
+  t.a_exp = c.exp.a_ulp;
+  t.b_exp = c.exp.b_ulp;
+  t.D = c.head_size;
+  t.B = c.block_size;
+  t.W = c.warp_size;
+  t.T = c.threads_per_block;
+  t.fp8 = is_fp8(c.cache);
+  t.n = static_cast<double>(row.n);
+  t.spread = row.spread;
+  t.X = row.max_abs_logit;
+  t.Qm = row.max_qk;
+  t.V = row.max_abs_v;
+  t.Sq = row.sum_abs_q;
+  t.pgap = row.p_gap;
+  t.pqk = row.p_qk;
+  t.px = row.p_x;
+}
+
+// The element inputs, named alike in both tables: Y = |y| (A when |y| is unknown: |y| <= A).
+template <class Terms>
+Terms element_terms(const ElementMagnitudes& el) {
+  Terms e;
+  e.A = el.a;
+  e.Y = el.abs_exact >= 0 ? el.abs_exact : el.a;
+  e.dev = el.dev;
+  e.dgap = el.dev_gap;
+  e.dqk = el.dev_qk;
+  e.dx = el.dev_x;
+  return e;
+}
+
 }  // namespace
 
 double unit_roundoff(Format f) {
@@ -72,7 +108,7 @@ RowTerms<double> row_inputs(const KernelConfig& c, const RowMagnitudes& row, boo
   check(c);
   const bool fp8 = is_fp8(c.cache);
   RowTerms<double> t;
-  t.u = 0x1p-24;
+  common_inputs(c, row, t);
   t.eta = 0x1p-150;
   t.eta_e = 0x1p-126;
   t.eta64 = 0x1p-86;
@@ -80,86 +116,40 @@ RowTerms<double> row_inputs(const KernelConfig& c, const RowMagnitudes& row, boo
   t.eps32 = static_cast<double>(1e-6f);  // 8796093 * 2^-43, the float the kernels add
   t.us = c.scalar == Format::f32 ? 0 : unit_roundoff(c.scalar);
   t.etas = c.scalar == Format::f32 ? 0 : subnormal_half_quantum(c.scalar);
-  t.a_exp = c.exp.a_ulp;
-  t.b_exp = c.exp.b_ulp;
   t.sc = c.scale;
   t.ks = fp8 ? c.k_scale : 1;
   t.vs = fp8 ? c.v_scale : 1;
-  t.D = c.head_size;
-  t.B = c.block_size;
-  t.W = c.warp_size;
-  t.T = c.threads_per_block;
-  t.fp8 = fp8;
   t.vl = vllm;
-  t.n = static_cast<double>(row.n);
   // V2's partitions (one V2 partition is copied by the reduce: V1's numerics).
   const std::int64_t ps = c.partition_size;
   t.P = ps ? static_cast<double>((row.n + ps - 1) / ps) : 1;
   t.L = static_cast<double>(ps ? std::min<std::int64_t>(row.n, ps) : row.n);
-  t.spread = row.spread;
-  t.X = row.max_abs_logit;
-  t.Qm = row.max_qk;
-  t.V = row.max_abs_v;
-  t.Sq = row.sum_abs_q;
-  t.pgap = row.p_gap;
-  t.pqk = row.p_qk;
-  t.px = row.p_x;
   return t;
 }
 
 paper::RowTerms<double> paper_row_inputs(const KernelConfig& c, const RowMagnitudes& row) {
   check(c);
   paper::RowTerms<double> t;
-  t.u = 0x1p-24;
+  common_inputs(c, row, t);
   t.us = unit_roundoff(c.scalar);
   t.eta_s = subnormal_half_quantum(c.scalar);
   t.tiny = 0x1p-126;
   t.eps_f = static_cast<double>(1e-6f);  // the float the kernels add, exactly
-  t.a_exp = c.exp.a_ulp;
-  t.b_exp = c.exp.b_ulp;
   t.scale_abs = std::fabs(c.scale);
-  t.D = c.head_size;
-  t.B = c.block_size;
-  t.W = c.warp_size;
-  t.T = c.threads_per_block;
   t.PS = c.partition_size;
-  t.fp8 = is_fp8(c.cache);
   t.round_p = c.choices.round_probabilities;
   t.eps = c.choices.epsilon_denominator;
   t.partials = c.choices.partials_in_output_dtype;
   t.f32_out = c.scalar == Format::f32;
-  t.n = static_cast<double>(row.n);
-  t.spread = row.spread;
-  t.max_abs_logit = row.max_abs_logit;
-  t.max_qk = row.max_qk;
-  t.max_abs_v = row.max_abs_v;
-  t.sum_abs_q = row.sum_abs_q;
-  t.p_gap = row.p_gap;
-  t.p_qk = row.p_qk;
-  t.p_x = row.p_x;
   return t;
 }
 
 paper::ElementTerms<double> paper_element_inputs(const ElementMagnitudes& el) {
-  paper::ElementTerms<double> e;
-  e.A = el.a;
-  e.Y = el.abs_exact >= 0 ? std::min(el.abs_exact, el.a) : el.a;
-  e.dev = el.dev;
-  e.dev_gap = el.dev_gap;
-  e.dev_qk = el.dev_qk;
-  e.dev_x = el.dev_x;
-  return e;
+  return element_terms<paper::ElementTerms<double>>(el);
 }
 
 ElementTerms<double> element_inputs(const ElementMagnitudes& el) {
-  ElementTerms<double> e;
-  e.A = el.a;
-  e.Y = el.abs_exact >= 0 ? el.abs_exact : el.a;  // |y| <= A always
-  e.dev = el.dev;
-  e.dgap = el.dev_gap;
-  e.dqk = el.dev_qk;
-  e.dx = el.dev_x;
-  return e;
+  return element_terms<ElementTerms<double>>(el);
 }
 
 RowBound row_bound(const KernelConfig& c, const RowMagnitudes& row) {
