@@ -65,7 +65,8 @@ rc::Gen<int> gen_seq_len(int B, int P, int max_tokens, bool allow_zero) {
 }
 
 rc::Gen<double> gen_special(DType scalar, CacheFormat cache, bool non_finite) {
-  const double tiny = format_min_subnormal(scalar, cache), mx = format_max(scalar, cache);
+  const testing::FormatTraits& f = traits(testing::cache_element(scalar, cache));
+  const double tiny = f.min_subnormal, mx = f.max_finite;
   if (non_finite) {
     // fp8 e4m3 has no infinity: its only poison is NaN (harness.cpp stores inf as NaN).
     return rc::gen::weightedOneOf<double>(

@@ -6,7 +6,7 @@
 // THREAD_GROUP_SIZE lanes) owns token g of the block for q.k, then lanes split value
 // rows and token chunks for P.V.
 //
-// Numerics (NUMERICS.md): fp32 everywhere; explicit fmaf so nvcc (built with
+// Numerics (docs/NUMERICS.md): fp32 everywhere; explicit fmaf so nvcc (built with
 // --fmad=false) and the emulator round identically; __expf for exp. Slots past seq_len
 // are never loaded (selection, not multiplication by 0). Exact mode: the output is
 // (sum_i e_i v_i) / s with no epsilon. vLLM's choices (NumericsChoices, runtime flags):
