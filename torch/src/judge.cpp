@@ -151,54 +151,50 @@ Judgement judge(const Request& r) {
     }
   }
 
+  // The magnitudes through the bound's tile API: it computes the logits from the exact q
+  // and keys and bounds its own double arithmetic (proofs/bound/src/magnitudes.cpp), once
+  // per KV head for its GQA group of query heads.
   const Gather g(p);
-  const double u = 0x1p-53;  // double's unit roundoff
-  std::vector<double> q(D), logits, qk;
-  std::vector<bound::ElementMagnitudes> el(D);
+  const int group = H / p.num_kv_heads;
+  std::vector<double> q(static_cast<std::size_t>(group) * D);
+  std::vector<bound::QueryRow> qr(group);
+  std::vector<bound::RowMagnitudes> rows(group);
+  std::vector<bound::ElementMagnitudes> el(static_cast<std::size_t>(group) * D);
   for (int s = 0; s < S; ++s) {
     const std::int64_t L = p.seq_lens[s];
-    for (int h = 0; h < H; ++h) {
-      const std::size_t row0 = (static_cast<std::size_t>(s) * H + h) * D;
-      if (std::isnan(ex.value[row0])) continue;  // a non-finite input read: nothing to bound
-      const int kvh = h / (H / p.num_kv_heads);
-      double sum_abs_q = 0;
-      for (int d = 0; d < D; ++d) {
-        q[d] = load(p.query, p.scalar_dtype, static_cast<std::int64_t>(row0) + d);
-        sum_abs_q += std::fabs(q[d]);
+    for (int kvh = 0; kvh < p.num_kv_heads; ++kvh) {
+      for (int gi = 0; gi < group; ++gi) {
+        const int h = kvh * group + gi;
+        const std::int64_t row0 = (std::int64_t{s} * H + h) * D;
+        for (int d = 0; d < D; ++d) q[gi * D + d] = load(p.query, p.scalar_dtype, row0 + d);
+        qr[gi].q = q.data() + gi * D;
+        qr[gi].alibi_slope = p.alibi_slopes ? p.alibi_slopes[h] : 0.0;
       }
-      const double slope = p.alibi_slopes ? p.alibi_slopes[h] : 0.0;
-      logits.assign(static_cast<std::size_t>(L), 0);
-      qk.assign(static_cast<std::size_t>(L), 0);
-      // Each logit in double is off from the exact one by at most e_i: the D products are
-      // exact (<= 24 + 28 significant bits), their recursive sum errs by <= gamma_D sum|q k|
-      // <= 1.01 D u sum|q k|, the product by scale and the ALiBi term (slope * integer) and
-      // the final sum each add <= u of their magnitude, and |scale dot| <= Q_i: so
-      // e_i <= (1.01 D + 4) u Q_i + 4 u |alibi_i|. bound.h asks for relative 1e-12, which a
-      // cancelling logit does not meet: widen_for_logit_error takes e.
-      double e = 0;
-      for (std::int64_t i = 0; i < L; ++i) {
-        double dot = 0, mag = 0;
+      bound::KvSource kv;
+      kv.n = L;
+      kv.head_size = D;
+      kv.scale = p.scale;
+      kv.alibi_position0 = 1 - L;
+      kv.keys = [&](std::int64_t i0, std::int64_t i1, double* out) {
+        for (std::int64_t i = i0; i < i1; ++i)
+          for (int d = 0; d < D; ++d) out[(i - i0) * D + d] = g.key(s, kvh, i, d);
+      };
+      kv.values = [&](std::int64_t i0, std::int64_t i1, double* out) {
+        for (std::int64_t i = i0; i < i1; ++i) g.values(s, kvh, i, out + (i - i0) * D);
+      };
+      bound::exact_magnitudes(kv, qr.data(), group, rows.data(), el.data());
+      for (int gi = 0; gi < group; ++gi) {
+        const std::size_t row0 = (static_cast<std::size_t>(s) * H + kvh * group + gi) * D;
+        // A non-finite input read: the exact value is NaN, nothing to bound.
+        if (std::isnan(ex.value[row0]) || std::isnan(rows[gi].spread)) continue;
         for (int d = 0; d < D; ++d) {
-          const double t = q[d] * g.key(s, kvh, i, d);
-          dot += t;
-          mag += std::fabs(t);
-        }
-        const double bias = slope * static_cast<double>(i - L + 1);
-        logits[i] = static_cast<double>(p.scale) * dot + bias;
-        qk[i] = std::fabs(static_cast<double>(p.scale)) * mag;
-        e = std::max(e, (1.01 * D + 4) * u * qk[i] + 4 * u * std::fabs(bias));
-      }
-      bound::RowMagnitudes row;
-      bound::exact_magnitudes(
-          L, D, logits.data(), qk.data(),
-          [&](std::int64_t i, double* v) { g.values(s, kvh, i, v); }, sum_abs_q, &row, el.data());
-      bound::widen_for_logit_error(e, D, &row, el.data());
-      for (int d = 0; d < D; ++d) {
-        bound::ElementMagnitudes m = el[d];
-        const std::size_t i = row0 + d;
-        m.abs_exact = std::fabs(ex.value[i]) + ex.value_err[i];
-        for (std::size_t c = 0; c < configs.size(); ++c) {
-          j.bounds[c * n + i] = bound::kernel_error_bound(configs[c], row, m).total;
+          bound::ElementMagnitudes m = el[gi * D + d];
+          const std::size_t i = row0 + d;
+          m.abs_exact =
+              std::min(m.abs_exact, bound::add_up(std::fabs(ex.value[i]), ex.value_err[i]));
+          for (std::size_t c = 0; c < configs.size(); ++c) {
+            j.bounds[c * n + i] = bound::kernel_error_bound(configs[c], rows[gi], m).total;
+          }
         }
       }
     }

@@ -183,25 +183,4 @@ struct KvSource {
 void exact_magnitudes(const KvSource& kv, const QueryRow* rows, int num_rows, RowMagnitudes* out,
                       ElementMagnitudes* el, bool* finite = nullptr);
 
-// Older form: the logits and Q_i given as doubles. `logits[n]` (x_i), `qk_abs[n]` (Q_i),
-// `values[n * head_size]` (token-major, dequantized, exact) and `sum_abs_q` (exact). Each
-// logit must be within 1e-12 max_j |x_j| of the exact x_i and each Q_i within a relative
-// 1e-12 (callers whose logits cancel add their own margin; the overload above needs none).
-void exact_magnitudes(std::int64_t n, int head_size, const double* logits, const double* qk_abs,
-                      const double* values, double sum_abs_q, RowMagnitudes* row,
-                      ElementMagnitudes* el);
-// The same, streaming the values: value_row(i, out) writes token i's head_size values into
-// out (called twice per token, in order), so no n x head_size array is needed.
-void exact_magnitudes(std::int64_t n, int head_size, const double* logits, const double* qk_abs,
-                      const std::function<void(std::int64_t, double*)>& value_row, double sum_abs_q,
-                      RowMagnitudes* row, ElementMagnitudes* el);
-
-// Widens exact_magnitudes' results (row, el[0..head_size)) computed from logits each known
-// only within an absolute `logit_err` of the exact logit (a double dot product whose terms
-// cancel is not within a relative 1e-12): gaps x_max - x_i move by <= 2 logit_err, |x_i| by
-// <= logit_err, and every weight p_i by a factor within exp(+-2 logit_err), which the
-// p-weighted sums and y then carry (magnitudes.cpp derives each term). 0 changes nothing.
-void widen_for_logit_error(double logit_err, int head_size, RowMagnitudes* row,
-                           ElementMagnitudes* el);
-
 }  // namespace pagedattn::bound
