@@ -37,6 +37,9 @@ int main() {
   nlohmann::ordered_json examples = nlohmann::ordered_json::array();
   auto example = [&](const char* what, const pb::KernelConfig& c, const pb::RowMagnitudes& row,
                      const pb::ElementMagnitudes& el) {
+    const char* scalar = c.scalar == pb::Format::f32   ? "f32"
+                         : c.scalar == pb::Format::f16 ? "f16"
+                                                       : "bf16";
     const pb::RowBound rb = pb::row_bound(c, row);
     pb::ElementTerms<pb::Interval> e = pb::convert_inputs<pb::Interval>(pb::element_inputs(el));
     pb::evaluate_element(rb.terms, e);
@@ -44,7 +47,7 @@ int main() {
     pb::for_each_value(rb.terms, e, [&](const char* name, const pb::Interval& x) {
       values[name] = {x.lo, x.hi};
     });
-    examples.push_back({{"config", what}, {"values", values}});
+    examples.push_back({{"config", what}, {"scalar", scalar}, {"values", values}});
   };
   pb::KernelConfig c;
   c.scalar = c.cache = pb::Format::f32;
@@ -86,6 +89,19 @@ int main() {
   example(
       "f16 V2 partition 512, fp8_e4m3 cache, vLLM's numerics (all three choices), head 128, "
       "block 16, warp 64, CUDA's __expf, scale 0.088; n = 100000 and made-up magnitudes",
+      c, row, el);
+  // bf16 V2 with our numerics and values near FLT_MAX: the rare P.V path is charged.
+  c.scalar = c.cache = pb::Format::bf16;
+  c.choices = pb::Choices::exact_fp32();
+  c.partition_size = 256;
+  row.max_abs_v = 1e37;
+  el.a = 1e36;
+  el.abs_exact = 1e35;
+  el.dev = 1e36;
+  el.dev_gap = el.dev_qk = el.dev_x = 1e36;
+  example(
+      "bf16 V2 partition 256, bf16 cache, our numerics, warp 64, values up to 1e37 (the rare "
+      "P.V path charged); n = 100000",
       c, row, el);
   j["examples"] = examples;
   std::printf("%s\n", j.dump(1).c_str());
