@@ -80,12 +80,7 @@ int main() {
   row.p_gap = 1.5;
   row.p_qk = 2;
   row.p_x = 1;
-  el.a = 100;
-  el.abs_exact = 3;
-  el.dev = 120;
-  el.dev_gap = 150;
-  el.dev_qk = 200;
-  el.dev_x = 90;
+  el = {3, 100, 120, 150, 200, 90};  // abs_exact, a, dev, dev_gap, dev_qk, dev_x
   example(
       "f16 V2 partition 512, fp8_e4m3 cache, vLLM's numerics (all three choices), head 128, "
       "block 16, warp 64, CUDA's __expf, scale 0.088; n = 100000 and made-up magnitudes",
@@ -95,10 +90,7 @@ int main() {
   c.choices = pb::Choices::exact_fp32();
   c.partition_size = 256;
   row.max_abs_v = 1e37;
-  el.a = 1e36;
-  el.abs_exact = 1e35;
-  el.dev = 1e36;
-  el.dev_gap = el.dev_qk = el.dev_x = 1e36;
+  el = {1e35, 1e36, 1e36, 1e36, 1e36, 1e36};
   example(
       "bf16 V2 partition 256, bf16 cache, our numerics, warp 64, values up to 1e37 (the rare "
       "P.V path charged); n = 100000",
