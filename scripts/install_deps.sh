@@ -11,6 +11,7 @@ pkgs=(
   librapidcheck-dev                   # property tests
   libbenchmark-dev                    # Google Benchmark programs
   python3-matplotlib python3-numpy    # report plots (run with /usr/bin/python3)
+  python3-mpmath                      # proofs/bound/tests/check_table.py
   clang-format
   libcli11-dev                        # the one command-line parser (tools/)
   clang libclang-rt-14-dev            # libFuzzer targets and the sanitizer builds

@@ -2,6 +2,7 @@
 
 #include <emu/profile.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -17,91 +18,6 @@ ref::Output exact(const Case& c) {
   ref::Options o;
   o.out_dtype = traits(c.scalar).ref;
   return ref::reference_attention(c.exact_problem(), o);
-}
-
-bool row_magnitudes(const Case& c, int seq, int head, std::int64_t first, std::int64_t end,
-                    bound::RowMagnitudes* row, bound::ElementMagnitudes* el) {
-  const int D = c.head_size;
-  const std::int64_t L = c.seq_lens[seq], n = end - first;
-  const KvLayout l = c.layout();
-  const DType ce = c.cache_element();
-  const double ks = c.key_scale(), vs = c.value_scale();
-  const KvHead kvh{c.kv_head_of(head)};
-  std::vector<double> q(D), logits(static_cast<std::size_t>(n)), qk(static_cast<std::size_t>(n));
-  double sum_abs_q = 0;
-  bool finite = true;
-  for (int d = 0; d < D; ++d) {
-    q[d] = c.q(seq, head, d);
-    sum_abs_q += std::fabs(q[d]);
-    finite = finite && (n == 0 || std::isfinite(q[d]));  // read only if a token is
-  }
-  const double slope = c.has_alibi() ? c.alibi_slopes[head] : 0.0;
-  finite = finite && (n == 0 || std::isfinite(slope));
-  double max_qk = 0;
-  for (std::int64_t i = 0; i < n; ++i) {
-    const std::int64_t t = first + i;
-    const Physical p = c.where(seq, t);
-    double dot = 0, mag = 0;
-    for (int d = 0; d < D; ++d) {
-      // Each product is exact in double (at most 24 + 24 significant bits).
-      const double k = decode(ce, c.key_cache.data(),
-                              static_cast<std::size_t>(l.key(p.block, kvh, p.slot, Dim{d}))) *
-                       ks;
-      dot += q[d] * k;
-      mag += std::fabs(q[d] * k);
-    }
-    logits[i] = c.scale * dot + slope * static_cast<double>(t - L + 1);
-    qk[i] = std::fabs(c.scale) * mag;
-    max_qk = std::max(max_qk, qk[i]);
-    finite = finite && std::isfinite(logits[i]) && std::isfinite(qk[i]);
-  }
-  bound::exact_magnitudes(
-      n, D, logits.data(), qk.data(),
-      [&](std::int64_t i, double* v) {
-        const Physical p = c.where(seq, first + i);
-        for (int d = 0; d < D; ++d) {
-          v[d] = decode(ce, c.value_cache.data(),
-                        static_cast<std::size_t>(l.value(p.block, kvh, p.slot, Dim{d}))) *
-                 vs;
-          finite = finite && std::isfinite(v[d]);
-        }
-      },
-      sum_abs_q, row, el);
-  if (!finite) {
-    row->spread = std::numeric_limits<double>::quiet_NaN();
-    return false;
-  }
-  // The double dot products err by at most D 2^-53 Q_i absolutely (recursive summation of
-  // exact products), and ALiBi's product and sum by 2^-52 |x_i|, which bound.h's relative
-  // 1e-12 of x_i need not cover when the logits cancel: widen the gaps and |x| by that
-  // much explicitly. dev_gap and dev_x weigh the gaps by p_i |v_i - y|, which sum to dev
-  // (<= 2 A): the widening is weighed by max(dev, A).
-  const double e = 2 * D * 0x1p-53 * max_qk + 0x1p-51 * row->max_abs_logit;
-  row->spread += 2 * e;
-  row->p_gap += 2 * e;
-  row->p_x += e;
-  row->max_abs_logit += e;
-  for (int d = 0; d < D; ++d) {
-    const double w = std::max(el[d].dev, el[d].a);
-    el[d].dev_gap += 2 * e * w;
-    el[d].dev_x += e * w;
-  }
-  return true;
-}
-
-Magnitudes magnitudes(const Case& c) {
-  Magnitudes m;
-  m.head_size = c.head_size;
-  const std::size_t rows = static_cast<std::size_t>(c.num_seqs) * c.num_heads;
-  m.rows.resize(rows);
-  m.elements.resize(rows * c.head_size);
-  for (int s = 0; s < c.num_seqs; ++s) {
-    for (int h = 0; h < c.num_heads; ++h) {
-      const std::size_t r = static_cast<std::size_t>(s) * c.num_heads + h;
-      row_magnitudes(c, s, h, 0, c.seq_lens[s], &m.rows[r], &m.elements[r * c.head_size]);
-    }
-  }
-  return m;
 }
 
 int profile_warp_size(const std::string& profile) {
@@ -148,11 +64,14 @@ std::vector<double> element_bounds(const Case& c, const Magnitudes& m, const Bou
   std::vector<double> out(m.elements.size(), std::numeric_limits<double>::quiet_NaN());
   for (std::size_t r = 0; r < m.rows.size(); ++r) {
     if (std::isnan(m.rows[r].spread)) continue;
+    const bound::RowBound rb = bound::row_bound(k, m.rows[r]);  // the row's coefficients once
     for (std::size_t d = 0; d < D; ++d) {
       const std::size_t j = r * D + d;
       bound::ElementMagnitudes el = m.elements[j];
-      if (std::isfinite(exact[j])) el.abs_exact = std::fabs(exact[j]) + exact_err[j];
-      out[j] = bound::kernel_error_bound(k, m.rows[r], el).total;
+      // |y| <= |exact| + exact_err (rounded up), or the magnitudes' own bound if smaller.
+      if (std::isfinite(exact[j]))
+        el.abs_exact = std::min(el.abs_exact, bound::add_up(std::fabs(exact[j]), exact_err[j]));
+      out[j] = bound::element_bound(rb, el).total;
     }
   }
   return out;

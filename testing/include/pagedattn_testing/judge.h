@@ -17,10 +17,11 @@ namespace pagedattn::testing {
 // The exact reference of a case, rounded to the case's scalar type.
 ref::Output exact(const Case& c);
 
-// The exact magnitudes kernel_error_bound takes, per (seq, head) row and per output
-// element, computed once per case in double (bound.h's margins, and the explicit widening
-// of the logits' double dot products below, cover that arithmetic). Rows that read a
-// non-finite input get a NaN spread: their exact output is NaN, nothing is bounded.
+// The exact magnitudes kernel_error_bound takes (upper bounds), per (seq, head) row and per
+// output element, computed once per case by bound::exact_magnitudes from the exact q, keys
+// and values (it bounds its own double arithmetic; magnitudes.cpp, each KV head's tiles
+// decoded once for its GQA group). Rows that read a non-finite input get a NaN spread:
+// their exact output is NaN, nothing is bounded.
 struct Magnitudes {
   int head_size = 0;
   std::vector<bound::RowMagnitudes> rows;          // [seq][head]

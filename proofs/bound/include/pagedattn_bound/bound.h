@@ -13,15 +13,18 @@
 // The bound is componentwise: it scales with A = sum_i p_i |v_i| (the condition of the
 // weighted sum), not with |y|, so an output that is small by cancellation is judged fairly.
 //
-// Assumptions (proofs/error_bound.md, "Assumptions"): IEEE binary32 round to nearest even
-// for + - * / and fmaf (explicit fmaf only; nvcc --fmad=false); exp within ExpAccuracy;
-// no overflow anywhere (finite inputs; |v| and n small enough that n * max|v| < 2^127);
-// underflow (gradual or flushed to zero, e.g. __expf's ftz) is covered by an absolute term.
-// The inputs of a row are finite: a NaN or inf input makes y NaN (nan_propagation) and
-// there is nothing to bound.
+// Assumptions (proofs/error_bound.md, "Assumptions"; the Coq theorem's, proofs/coq/
+// Bound.v and Kernel.v): IEEE binary32 round to nearest even for + - * / and fmaf
+// (explicit fmaf only; nvcc --fmad=false); exp within ExpAccuracy, or flushed to zero;
+// underflow everywhere is in the absolute terms; the logits' fast path cannot overflow and
+// the P.V rare (rescaled) path is either excluded or charged (the table's hypotheses and
+// `pre`). The inputs of a row are finite: a NaN or inf input makes y NaN (nan_propagation)
+// and there is nothing to bound.
 #pragma once
 #include <cstdint>
 #include <functional>
+
+#include "pagedattn_bound/formula.h"
 
 namespace pagedattn::bound {
 
@@ -109,43 +112,75 @@ struct Bound {
   double fp32 = 0;            // bound on |o32 - y|
   double final_rounding = 0;  // bound on |out - o32| (0 for f32 outputs)
   double total = 0;           // fp32 + final_rounding: the bound on |out - y|
-  // The parts of fp32 (they add up to it, before a 1e-9 relative safety margin):
+  // The parts of fp32 (the table's Esm, Es, Etail, ze; they add up to it):
   double softmax = 0;   // perturbed weights: logit, subtraction and exp errors
   double sums = 0;      // rounding in the numerator and denominator sums
   double tail = 0;      // the last division (or vLLM's reciprocal and epsilon)
   double absolute = 0;  // subnormal and underflow terms
 };
 
-// Theorem kernel_error_bound: the bound for one output element. `row.n == 0` gives 0 (the
-// kernels write an exact 0). Returns +inf components when a hypothesis of the derivation
-// fails (the perturbed weights' relative error reaching 1: far outside any fp32 use).
-// Throws std::invalid_argument (naming the field) for inconsistent configurations
-// (scalar not f32/f16/bf16, cache neither the scalar nor fp8, sizes not positive, a
-// partition size not a multiple of the block size, warp not a multiple of the block).
+// Theorem kernel_error_bound: the bound for one output element. The formula is the table
+// in coefficients.def, evaluated in outward-rounded interval arithmetic (interval.h), and
+// each field is the upper end: never below the formula's real value at these inputs.
+// `row.n == 0` gives 0 (the kernels write an exact 0). Returns +inf components when a
+// hypothesis of the theorem fails or is not certain at these inputs (the perturbed
+// weights' relative error reaching 1, a logit that could overflow, values past FLT_MAX:
+// far outside any fp32 use). Throws std::invalid_argument (naming the field) for
+// inconsistent configurations (scalar not f32/f16/bf16, cache neither the scalar nor fp8,
+// sizes not positive, a partition size not a multiple of the block size, warp not a
+// multiple of the block).
 Bound kernel_error_bound(const KernelConfig& cfg, const RowMagnitudes& row,
                          const ElementMagnitudes& el);
 
-// Fills `row` and `el[0..head_size)` from exact values given as doubles: `logits[n]`
-// (x_i), `qk_abs[n]` (Q_i), `values[n * head_size]` (token-major, dequantized) and
-// `sum_abs_q`. The doubles must be within a relative 1e-12 of the exact values; the
-// results are inflated by a relative 1e-9 to cover that and this function's own double
-// rounding. abs_exact is |sum_i p_i v_id| computed the same way. n may be 0.
-void exact_magnitudes(std::int64_t n, int head_size, const double* logits, const double* qk_abs,
-                      const double* values, double sum_abs_q, RowMagnitudes* row,
-                      ElementMagnitudes* el);
-// The same, streaming the values: value_row(i, out) writes token i's head_size values into
-// out (called twice per token, in order: y first, then |v - y|), so no n x head_size
-// array is needed.
-void exact_magnitudes(std::int64_t n, int head_size, const double* logits, const double* qk_abs,
-                      const std::function<void(std::int64_t, double*)>& value_row, double sum_abs_q,
-                      RowMagnitudes* row, ElementMagnitudes* el);
+// The same in two steps, for many elements of one row: the row's coefficients once, then
+// each element (kernel_error_bound(c, r, e) == element_bound(row_bound(c, r), e)).
+struct RowBound {
+  // The Coq theorem covers Numerics::exact_fp32 and vllm_compatible (its three choices
+  // together): `terms`, the theorem's table. Any other combination of vLLM's choices (the
+  // audit's ablation) gets the paper formula, paper_coefficients.def: `paper_terms`, and
+  // proven = false.
+  bool proven = true;
+  RowTerms<Interval> terms;
+  paper::RowTerms<Interval> paper_terms;
+  bool empty = false;  // n == 0
+};
+RowBound row_bound(const KernelConfig& cfg, const RowMagnitudes& row);
+Bound element_bound(const RowBound& row, const ElementMagnitudes& el);
+// The row inputs of the table (coefficients.def) for a configuration and row, before
+// evaluation (the tests evaluate them in other number types); vllm sets the table's vl.
+RowTerms<double> row_inputs(const KernelConfig& cfg, const RowMagnitudes& row, bool vllm);
+// The element inputs: Y = |y| (A when |y| is unknown) and the magnitudes.
+ElementTerms<double> element_inputs(const ElementMagnitudes& el);
+// The same for the paper formula (paper_coefficients.def).
+paper::RowTerms<double> paper_row_inputs(const KernelConfig& cfg, const RowMagnitudes& row);
+paper::ElementTerms<double> paper_element_inputs(const ElementMagnitudes& el);
 
-// Widens exact_magnitudes' results (row, el[0..head_size)) computed from logits each known
-// only within an absolute `logit_err` of the exact logit (a double dot product whose terms
-// cancel is not within a relative 1e-12): gaps x_max - x_i move by <= 2 logit_err, |x_i| by
-// <= logit_err, and every weight p_i by a factor within exp(+-2 logit_err), which the
-// p-weighted sums and y then carry (magnitudes.cpp derives each term). 0 changes nothing.
-void widen_for_logit_error(double logit_err, int head_size, RowMagnitudes* row,
-                           ElementMagnitudes* el);
+// ---- The exact magnitudes (magnitudes.cpp) ----
+// Every field comes out as an upper bound of the exact real quantity (abs_exact: of |y|),
+// whatever n: the double arithmetic's error is bounded a priori (summation heights, the
+// proven exp_rn) and added, with no tolerance assumed of the caller beyond what each
+// function states.
+
+// One query row (a head) of a group that reads the same keys and values (GQA).
+struct QueryRow {
+  const double* q = nullptr;  // [head_size], the exact query
+  double alibi_slope = 0;     // exact; 0 without ALiBi
+};
+// Tokens [i0, i1) of one KV head, token-major: (i1 - i0) x head_size exact doubles
+// (dequantized, k_scale / v_scale applied).
+using TileReader = std::function<void(std::int64_t i0, std::int64_t i1, double* out)>;
+struct KvSource {
+  std::int64_t n = 0;  // tokens
+  int head_size = 0;
+  double scale = 1;                  // exact; x_i = scale q.k_i + alibi_slope (alibi_position0 + i)
+  std::int64_t alibi_position0 = 0;  // ALiBi's position of token 0 (i - seq_len + 1)
+  TileReader keys, values;
+};
+// Fills rows[r] and el[r * head_size + d] for each of the num_rows query rows, reading
+// each key and value tile once for all of them. finite[r] (if not null) says whether every
+// input the row reads (q when n > 0, its slope, keys, values) is finite; a row that is not
+// gets spread = NaN (its exact value is NaN: nothing to bound). n may be 0.
+void exact_magnitudes(const KvSource& kv, const QueryRow* rows, int num_rows, RowMagnitudes* out,
+                      ElementMagnitudes* el, bool* finite = nullptr);
 
 }  // namespace pagedattn::bound
