@@ -145,7 +145,8 @@ Problem make(const Case& c, std::uint64_t seed) {
   return p;
 }
 
-std::uint64_t run(const Case& c, const Problem& p, Kernel kernel, const Backend& backend) {
+std::uint64_t run(const Case& c, const Problem& p, Kernel kernel, const Backend& backend,
+                  bool grouped) {
   const bool fp8 = c.cache != CacheFormat::same;
   const DType cache_dtype = fp8 ? DType::u8 : c.scalar;
   const std::int64_t S = p.S, H = p.H, D = p.D, B = p.B;
@@ -185,6 +186,7 @@ std::uint64_t run(const Case& c, const Problem& p, Kernel kernel, const Backend&
   Options opt;
   opt.partition_size = c.partition_size;
   opt.numerics = c.numerics;
+  opt.grouped = grouped;
   paged_attention(kernel, call, backend, opt);
   std::uint64_t h = fnv1a(0xcbf29ce484222325ull, out.ptr, out.n);
   if (kernel == Kernel::v2) {

@@ -38,9 +38,10 @@ struct Problem {
 
 Problem make(const Case& c, std::uint64_t seed);
 
-// Runs one kernel on `backend`; returns the FNV-1a digest of out (and of exp_sums,
-// max_logits, tmp_out for V2), every byte of which starts as 0xA5.
-std::uint64_t run(const Case& c, const Problem& p, Kernel kernel, const Backend& backend);
+// Runs one kernel on `backend` (grouped: Options::grouped); returns the FNV-1a digest of
+// out (and of exp_sums, max_logits, tmp_out for V2), every byte of which starts as 0xA5.
+std::uint64_t run(const Case& c, const Problem& p, Kernel kernel, const Backend& backend,
+                  bool grouped = false);
 
 // The grid's cases in a fixed order, each with its input seed.
 std::vector<std::pair<Case, std::uint64_t>> grid();

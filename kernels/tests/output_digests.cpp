@@ -9,6 +9,14 @@
 //
 //   pagedattn_output_digests                 prints "case digest" lines
 //   pagedattn_output_digests --check FILE    exits 1 naming each case whose digest differs
+//   ... --grouped                            the same runs on the grouped kernels
+//                                            (Options::grouped), against the same digests
+//
+// With --grouped (ctest kernels.output_digests_grouped) the grid's 2 query heads per KV
+// head run in one block of grouped_attention_kernel.cuh and every digest must equal the
+// ungrouped kernel's committed one: the grouped kernels are bit-identical to today's on
+// every dtype, cache, numerics, head, block and partition size, ALiBi, rare path and both
+// warp widths of this grid (other GQA ratios: kernels/tests/test_grouped.cpp).
 //
 // The inputs come from this file alone (a fixed integer generator, no <random>
 // distributions, whose results the standard leaves to the library), so the digests move
@@ -28,14 +36,14 @@ namespace {
 
 using namespace pagedattn;
 
-std::vector<std::pair<std::string, std::uint64_t>> all_digests() {
+std::vector<std::pair<std::string, std::uint64_t>> all_digests(bool grouped) {
   std::vector<std::pair<std::string, std::uint64_t>> r;
   for (const auto& [c, seed] : digest::grid()) {
     const digest::Problem p = digest::make(c, seed);
     for (const char* prof : {"bi-v100", "h200"})
       for (Kernel k : {Kernel::v1, Kernel::v2})
         r.emplace_back(c.name() + '/' + prof + '/' + kernel_name(k),
-                       digest::run(c, p, k, Backend::emulator(prof)));
+                       digest::run(c, p, k, Backend::emulator(prof), grouped));
   }
   return r;
 }
@@ -43,9 +51,14 @@ std::vector<std::pair<std::string, std::uint64_t>> all_digests() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  const bool grouped = argc > 1 && std::string(argv[1]) == "--grouped";
+  if (grouped) {
+    --argc;
+    ++argv;
+  }
   const bool check = argc == 3 && std::string(argv[1]) == "--check";
   if (argc != 1 && !check) {
-    std::fprintf(stderr, "usage: %s [--check DIGEST_FILE]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s [--grouped] [--check DIGEST_FILE]\n", argv[0]);
     return 2;
   }
   std::map<std::string, std::string> want;
@@ -60,7 +73,7 @@ int main(int argc, char** argv) {
   }
   int differ = 0;
   std::size_t n = 0;
-  for (const auto& [name, h] : all_digests()) {
+  for (const auto& [name, h] : all_digests(grouped)) {
     char hex[17];
     std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
     ++n;
