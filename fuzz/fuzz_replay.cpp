@@ -47,18 +47,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     begin = end + kSeparator.size();
   }
   try {
-    cli::Replay r = cli::load_replay(folder().string(), bf16, kv_cache_dtype);
-    pagedattn::audit::LiveInputs live;
-    live.num_seqs = r.num_seqs, live.num_heads = r.num_heads, live.num_kv_heads = r.num_kv_heads;
-    live.head_size = r.head_size, live.block_size = r.block_size;
-    live.max_blocks_per_seq = r.max_blocks_per_seq;
-    live.scalar = r.scalar, live.cache = r.cache;
-    live.query = r.query.data.data(), live.key_cache = r.key_cache.data.data();
-    live.value_cache = r.value_cache.data.data();
-    live.block_tables = r.block_tables.as<std::int32_t>();
-    live.seq_lens = r.seq_lens.as<std::int32_t>();
-    live.alibi_slopes = r.has_alibi ? r.alibi_slopes.as<float>() : nullptr;
-    pagedattn::audit::first_nonfinite_input(live);
+    const pagedattn::testing::Case c = cli::load_replay(folder().string(), bf16, kv_cache_dtype);
+    pagedattn::audit::first_nonfinite_input(c);
   } catch (const cli::InputError&) {
   }
   return 0;

@@ -1,5 +1,5 @@
-// Shared steps of the attention properties: running a kernel, the per-row facts the
-// bounds need, and asserting an error-over-bound with the case printed on failure.
+// Shared steps of the attention properties: running a kernel and asserting an
+// error-over-bound with the case printed on failure.
 #pragma once
 #include <rapidcheck.h>
 
@@ -9,24 +9,15 @@
 
 namespace pagedattn::prop {
 
-test::Outputs run(const Problem& p, Kernel k, const std::string& profile);
-// Same problem, another V2 partition size.
-test::Outputs run_v2(const Problem& p, int partition_size, const std::string& profile);
+// `kernel` on the emulator under `profile` with `options` (pagedattn::testing::run_kernel).
+Outputs run(const Case& c, Kernel kernel, const Options& options, const std::string& profile);
 
-// Logits of row (seq, head) in double (exact products, double sums) and the facts of
-// kernels/tests/reference.cpp's bound: A = max_t scale * sum_d |q_d k_td|.
-struct RowLogits {
-  std::vector<double> x;
-  double A = 0;
-  double max_abs_x = 0;
-  double max_abs_v = 0;
-};
-RowLogits row_logits(const Problem& p, int seq, int head);
+// RC_FAIL unless v.worst <= 1; records it for campaigns.
+void assert_within(const Verdict& v, const std::string& what);
 
-// RC_FAIL unless e.worst <= 1; records it for campaigns.
-void assert_within(const Err& e, const std::string& what);
-
-// Decodes a V2 tmp_out (f32 in exact numerics) element.
-float tmp_at(const test::Outputs& o, std::size_t i);
+// Every kernel under test on `c` with `options`, each judged against `ex` (the exact
+// output) within its own proven bound; `what` names the check in a failure.
+void assert_kernels_within(const Case& c, const ref::Output& ex, const Options& options,
+                           const std::string& profile, const std::string& what);
 
 }  // namespace pagedattn::prop

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <vector>
 #include "pagedattn/validate.h"
 
 namespace pagedattn::prop {
@@ -30,12 +31,12 @@ rc::Gen<std::string> gen_profile() {
 }
 
 rc::Gen<int> gen_head_size() {
-  // kHeadSizes in validate.h; the first element is what failures shrink to.
-  return rc::gen::element(32, 64, 80, 96, 112, 120, 128, 192, 256);
+  // supported.h's list; the first element is what failures shrink to.
+  return rc::gen::elementOf(std::vector<int>(kHeadSizes.begin(), kHeadSizes.end()));
 }
 
 rc::Gen<int> gen_block_size() {
-  return rc::gen::element(8, 16, 32);
+  return rc::gen::elementOf(std::vector<int>(kBlockSizes.begin(), kBlockSizes.end()));
 }
 
 rc::Gen<int> gen_partition_size(int block_size, int max) {
@@ -65,7 +66,8 @@ rc::Gen<int> gen_seq_len(int B, int P, int max_tokens, bool allow_zero) {
 }
 
 rc::Gen<double> gen_special(DType scalar, CacheFormat cache, bool non_finite) {
-  const double tiny = format_min_subnormal(scalar, cache), mx = format_max(scalar, cache);
+  const testing::FormatTraits& f = traits(testing::cache_element(scalar, cache));
+  const double tiny = f.min_subnormal, mx = f.max_finite;
   if (non_finite) {
     // fp8 e4m3 has no infinity: its only poison is NaN (harness.cpp stores inf as NaN).
     return rc::gen::weightedOneOf<double>(

@@ -1,5 +1,5 @@
 // RapidCheck generators for every dimension the kernels support and for the values
-// RapidCheck's own float generator never yields (NUMERICS.md): subnormals, signed zeros,
+// RapidCheck's own float generator never yields (docs/NUMERICS.md): subnormals, signed zeros,
 // values near each format's maximum, NaN and inf. Every generator shrinks toward the
 // smallest, plainest case (f32, head 32, one sequence of 1 token, uniform values), and
 // Spec prints as one readable line (harness.cpp), so a failure reads as a small case.

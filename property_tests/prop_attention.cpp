@@ -8,6 +8,7 @@
 #include <numeric>
 #include <random>
 #include "checks.h"
+#include "exact_fold.h"
 #include "generators.h"
 #include "pagedattn/lse_state.h"
 #include "registry.h"
@@ -18,24 +19,18 @@ namespace {
 constexpr int kMaxD = 256;
 using State = PartitionState<float, kMaxD>;
 
-// Merges states in a random order along a random binary tree.
-State fold_tree(std::vector<State> xs, std::mt19937& rng) {
-  std::shuffle(xs.begin(), xs.end(), rng);
-  while (xs.size() > 1) {
-    std::uniform_int_distribution<std::size_t> pick(0, xs.size() - 2);
-    const std::size_t i = pick(rng);
-    State a = xs[i];
-    a.merge(xs[i + 1]);
-    xs[i] = a;
-    xs.erase(xs.begin() + static_cast<std::ptrdiff_t>(i) + 1);
-  }
-  return xs.empty() ? State::empty() : xs[0];
-}
-
 std::string show(const Spec& s) {
   std::ostringstream os;
   os << s;
   return os.str();
+}
+
+// V2's states of one row, as wrong_reductions.h reads them.
+test::wrong::States row_states(const Outputs& o, std::size_t row, int D) {
+  const int NP = o.num_partitions;
+  std::vector<float> tmp(static_cast<std::size_t>(NP) * D);
+  for (std::size_t i = 0; i < tmp.size(); ++i) tmp[i] = static_cast<float>(o.tmp(row * NP * D + i));
+  return test::wrong::row_states(&o.max_logits[row * NP], &o.exp_sums[row * NP], tmp.data(), NP, D);
 }
 
 }  // namespace
@@ -48,116 +43,86 @@ PAGEDATTN_PROPERTY(prop_v2_eq_v1, 200) {
   const Spec s = *gen_spec();
   const int P2 = *gen_partition_size(s.block_size, 1024);
   const bool vllm = *rc::gen::weightedElement<bool>({{3, false}, {1, true}});
-  Problem p = build(s);
-  if (vllm) p.c.numerics = Numerics::vllm_compatible;
   RC_TAG(vllm ? "vllm_compatible" : "exact_fp32");
-  const ref::Output ex = exact(p);
-  assert_within(err_over_bound(p, run(p, Kernel::v1, s.profile).out, ex,
-                               element_bounds(p, Kernel::v1, ex, s.profile)),
-                "V1");
-  assert_within(err_over_bound(p, run(p, Kernel::v2, s.profile).out, ex,
-                               element_bounds(p, Kernel::v2, ex, s.profile)),
-                "V2");
-  Problem q = p;
-  q.c.partition_size = P2;
-  assert_within(err_over_bound(q, run(q, Kernel::v2, s.profile).out, ex,
-                               element_bounds(q, Kernel::v2, ex, s.profile)),
+  const testing::Judge judge(build(s));
+  const Case& p = judge.input();
+  const Options opt = s.options(vllm ? Numerics::vllm_compatible : Numerics::exact_fp32);
+  for (const KernelUnderTest& k : kernels_under_test()) {
+    const Options o = k.options(opt);
+    assert_within(judge.verdict(run(p, k.kernel, o, s.profile).out, k.kernel, o, s.profile),
+                  k.name);
+  }
+  Options o2 = opt;
+  o2.partition_size = P2;
+  assert_within(judge.verdict(run(p, Kernel::v2, o2, s.profile).out, Kernel::v2, o2, s.profile),
                 "V2 at partition size " + std::to_string(P2));
 }
 
-// fold_partitions_softmax: each V2 partition state (m, s, o) equals reference_partitions
-// within the partition's bound, and folding the kernel's states in any order along any
-// tree (lse_state.h's merge) gives the exact output within the bound.
+// fold_partitions_softmax: each V2 partition state's output equals reference_partitions'
+// within the proven bound of the partition's own tokens (V2's attention kernel runs V1's
+// body on them: kernel_error_bound for V1 over exactly those tokens bounds the fp32 value
+// it stores), empty partitions are exactly (-inf, 0), and folding the kernel's states in
+// any order along any tree of lse_state.h's merges, in real arithmetic (exact_fold.h),
+// gives the exact output within V2's proven bound.
 PAGEDATTN_PROPERTY(prop_fold_partitions_softmax, 150) {
   const Spec s = *gen_spec();
   const std::uint32_t tree_seed = *rc::gen::arbitrary<std::uint32_t>();
-  const Problem p = build(s);
-  const test::Outputs o = run(p, Kernel::v2, s.profile);
-  const ref::PartitionStates rp = ref::reference_partitions(to_ref(p), s.partition_size);
-  const ref::Output ex = exact(p);
-  const std::vector<double> rb = element_bounds(p, Kernel::v2, ex, s.profile);
+  const testing::Judge judge(build(s));
+  const Case& p = judge.input();
+  const Options opt = s.options();
+  const Outputs o = run(p, Kernel::v2, opt, s.profile);
+  const ref::PartitionStates rp = ref::reference_partitions(p.exact_problem(), s.partition_size);
+  const std::vector<double> rb = judge.bounds(testing::bound_setup(Kernel::v2, opt, s.profile));
+  testing::BoundSetup v1_setup;  // partition_size 0: V1's bound over the partition's tokens
+  v1_setup.warp_size = testing::profile_warp_size(s.profile);
+  const bound::KernelConfig v1_config = testing::kernel_config(p, v1_setup);
   const int S = static_cast<int>(s.seq_lens.size()), H = s.num_heads(), D = s.head_size;
-  const int NP = static_cast<int>(o.exp_sums.size()) / (S * H);  // kernel: max_seq_len's
-  const double u = std::ldexp(1.0, -24);
-  std::mt19937 rng(tree_seed);
+  const int NP = o.num_partitions;  // the kernel's: max_seq_len's
+  std::vector<bound::ElementMagnitudes> el(D);
   for (int q = 0; q < S; ++q) {
     for (int h = 0; h < H; ++h) {
-      const RowLogits rl = row_logits(p, q, h);
-      std::vector<State> states;
+      const std::size_t row = static_cast<std::size_t>(q) * H + h;
       for (int j = 0; j < NP; ++j) {
-        const std::size_t i = (static_cast<std::size_t>(q) * H + h) * NP + j;
-        const float m = o.max_logits[i], es = o.exp_sums[i];
-        State st;
-        st.ms = {m, es};
-        for (int d = 0; d < D; ++d) st.o[d] = tmp_at(o, i * D + d);
-        states.push_back(st);
-        const int t0 = j * s.partition_size, t1 = std::min(p.seq_lens[q], t0 + s.partition_size);
+        const std::size_t i = row * NP + j;
+        const std::int64_t t0 = std::int64_t{j} * s.partition_size;
+        const std::int64_t t1 = std::min<std::int64_t>(p.seq_lens[q], t0 + s.partition_size);
         if (t0 >= p.seq_lens[q]) {  // empty: exactly (-inf, 0, 0)
-          RC_ASSERT(m == -INFINITY);
-          RC_ASSERT(es == 0.f);
+          RC_ASSERT(o.max_logits[i] == -INFINITY);
+          RC_ASSERT(o.exp_sums[i] == 0.f);
           continue;
         }
+        bound::RowMagnitudes mag;
+        if (!testing::row_magnitudes(p, q, h, t0, t1, &mag, el.data())) continue;
         const std::size_t ri = rp.index(q, h, j);
-        // The partition's bound, kernels/tests/reference.cpp's terms for its n tokens:
-        // logits err by dx = (D + 1) u A + 3 u |x|max, so m by dx; each e_i by
-        // (4 + 3.35 R) u + 2 dx relative (__expf within 2 + 1.173|y| ulps of 2u each, and the
-        // rounding of y = x - m: R u), s by that plus gamma_n; o by twice that (numerator
-        // and denominator) plus (2n + 2) u, relative to max|v|. 1.25: second-order terms.
-        const int n = t1 - t0;
-        double lo = INFINITY, hi = -INFINITY;
-        for (int t = t0; t < t1; ++t) {
-          lo = std::min(lo, rl.x[t]);
-          hi = std::max(hi, rl.x[t]);
-        }
-        const double R = hi - lo;
-        const double dx = (D + 1) * u * rl.A + 3 * u * rl.max_abs_x;
-        const double e_rel = (4 + 3.35 * R) * u + 2 * dx;
-        if (!(std::fabs(m - rp.m[ri]) <= 1.25 * dx + std::fabs(rp.m[ri]) * 0x1p-53)) {
-          RC_FAIL("partition " + std::to_string(j) + " m " + std::to_string(m) + " exact " +
-                  std::to_string(rp.m[ri]));
-        }
-        const double s_bound = 1.25 * (e_rel + dx + n * u) * rp.s[ri];
-        if (!(std::fabs(es - rp.s[ri]) <= s_bound)) {
-          RC_FAIL("partition " + std::to_string(j) + " s " + std::to_string(es) + " exact " +
-                  std::to_string(rp.s[ri]) + " bound " + std::to_string(s_bound));
-        }
-        // Plus underflow: n + 4 products that may be subnormal, an absolute 2^-150 each.
-        const double o_bound =
-            1.25 * (2 * e_rel + (2.0 * n + 2) * u) * rl.max_abs_v + (n + 4) * std::ldexp(1.0, -150);
         for (int d = 0; d < D; ++d) {
-          const double want = rp.o[ri * D + d], got = st.o[d];
-          const double r = std::fabs(got - want) == 0 ? 0 : std::fabs(got - want) / o_bound;
+          const double want = rp.o[ri * D + d], got = o.tmp(i * D + d);
+          bound::ElementMagnitudes m = el[d];
+          m.abs_exact = std::fabs(want) * (1 + 0x1p-52);  // rp.o is the nearest double
+          const double b = bound::kernel_error_bound(v1_config, mag, m).fp32;
+          const double r = got == want ? 0 : std::fabs(got - want) / b;
           observe(r, "partition state o");
           if (!(r <= 1)) {
             RC_FAIL("partition " + std::to_string(j) + " o[" + std::to_string(d) + "] " +
-                    std::to_string(got) + " exact " + std::to_string(want));
+                    std::to_string(got) + " exact " + std::to_string(want) + " bound " +
+                    std::to_string(b));
           }
         }
       }
-      // Any tree: V2's element bound covers the states; the tree replaces the reduce. Per
-      // level a weight errs by expf (2u), the rounding of m - M, the product, the sum and
-      // w / s (5u; the m - M along a path telescope to <= R): e_w <= 5 (P-1) u + R u, the
-      // output moves by 2 e_w max|v|, and each level's a1 o1 + a2 o2 adds 3u max|v|.
-      const int P = std::max(1, (p.seq_lens[q] + s.partition_size - 1) / s.partition_size);
-      double R = 0;
-      if (!rl.x.empty()) {
-        R = *std::max_element(rl.x.begin(), rl.x.end()) -
-            *std::min_element(rl.x.begin(), rl.x.end());
-      }
-      // Underflow: 2 products per level, eta each.
-      const double tree =
-          1.25 * (13.0 * (P - 1) + 2 * R) * u * rl.max_abs_v + 2.0 * NP * std::ldexp(1.0, -150);
-      const State f = fold_tree(states, rng);
+      // Any tree, in real arithmetic, is the reduce's fold in real arithmetic: within V2's
+      // proven bound (plus the oracle's own error, tree_fold_slack).
+      const test::wrong::States st = row_states(o, row, D);
+      const std::vector<double> f = tree_fold_exact(st, tree_seed);
       for (int d = 0; d < D; ++d) {
-        const std::size_t i = (static_cast<std::size_t>(q) * H + h) * D + d;
-        const double want = ex.value[i];
-        const double bound = rb[i] + tree;
-        const double err = std::fabs(f.o[d] - want);
+        const std::size_t i = row * D + d;
+        const double want = judge.exact_output().value[i];
+        if (std::isnan(want)) continue;  // a non-finite input: prop_nan_propagation_live's
+        const double bound = rb[i] + tree_fold_slack(st, f[d]);
+        const double err = std::fabs(f[d] - want);
         const double r = err == 0 ? 0 : err / bound;
         observe(r, "tree fold");
         if (!(r <= 1)) {
-          RC_FAIL("tree fold row " + std::to_string(q * H + h) + " d " + std::to_string(d) + ": " +
-                  std::to_string(f.o[d]) + " exact " + std::to_string(want));
+          RC_FAIL("tree fold row " + std::to_string(row) + " d " + std::to_string(d) + ": " +
+                  std::to_string(f[d]) + " exact " + std::to_string(want));
         }
       }
     }
@@ -168,10 +133,10 @@ PAGEDATTN_PROPERTY(prop_fold_partitions_softmax, 150) {
 // exp-sum is >= 1 (the max term is exp(0) = 1), exactly, on V2's states.
 PAGEDATTN_PROPERTY(prop_denominator_ge_one, 200) {
   const Spec s = *gen_spec();
-  const Problem p = build(s);
-  const test::Outputs o = run(p, Kernel::v2, s.profile);
+  const Case p = build(s);
+  const Outputs o = run(p, Kernel::v2, s.options(), s.profile);
   const int S = static_cast<int>(s.seq_lens.size()), H = s.num_heads();
-  const int NP = static_cast<int>(o.exp_sums.size()) / (S * H);
+  const int NP = o.num_partitions;
   for (int q = 0; q < S; ++q) {
     for (int h = 0; h < H; ++h) {
       for (int j = 0; j < NP; ++j) {
@@ -195,30 +160,26 @@ PAGEDATTN_PROPERTY(prop_shift_invariance, 150) {
   if (s.logits == LogitShape::uniform) s.logits = LogitShape::spread;
   s.q_lanes = ValueClass::uniform;
   const double c = *rc::gen::element(-1000.0, -50.5, 37.25, 100.0, 1024.0);
-  Problem p = build(s);
-  const ref::Output ex = exact(p);
-  Problem sh = p;
+  Case p = build(s);
+  Case sh = p;
   const int S = static_cast<int>(s.seq_lens.size()), H = s.num_heads();
   for (int q = 0; q < S; ++q) {
-    for (int h = 0; h < H; ++h) set_q(sh, q, h, 1, 1.0);
+    for (int h = 0; h < H; ++h) sh.set_q(q, h, 1, 1.0);
   }
-  for (int blk = 0; blk < p.num_blocks; ++blk) {
+  for (std::int64_t blk = 0; blk < p.num_blocks; ++blk) {
     for (int kvh = 0; kvh < s.num_kv_heads; ++kvh) {
-      for (int slot = 0; slot < s.block_size; ++slot) set_k(sh, blk, kvh, slot, 1, c);
+      for (int slot = 0; slot < s.block_size; ++slot) {
+        sh.set_key(Block{blk}, KvHead{kvh}, Slot{slot}, Dim{1}, c);
+      }
     }
   }
   // Zero the lane-1 query in the unshifted problem too, so only the shift differs.
   for (int q = 0; q < S; ++q) {
-    for (int h = 0; h < H; ++h) set_q(p, q, h, 1, 0.0);
+    for (int h = 0; h < H; ++h) p.set_q(q, h, 1, 0.0);
   }
   const ref::Output ex0 = exact(p), ex1 = exact(sh);
   RC_ASSERT(ex0.bits == ex1.bits);
-  (void)ex;
-  for (Kernel k : {Kernel::v1, Kernel::v2}) {
-    assert_within(
-        err_over_bound(sh, run(sh, k, s.profile).out, ex0, element_bounds(sh, k, ex0, s.profile)),
-        k == Kernel::v1 ? "shifted V1" : "shifted V2");
-  }
+  assert_kernels_within(sh, ex0, s.options(), s.profile, "shifted");
 }
 
 // empty_partitions_neutral: a max_seq_len that adds trailing empty partitions changes no
@@ -227,23 +188,24 @@ PAGEDATTN_PROPERTY(prop_empty_partitions_neutral, 150) {
   Spec s = *gen_spec();
   s.extra_len = 0;
   const int extra = *rc::gen::element(1, 64, 300, 1000);
-  const Problem p = build(s);
-  Problem wide = p;
+  const Case p = build(s);
+  Case wide = p;
   wide.max_seq_len = p.max_seq_len + extra;
-  wide.c.max_seq_len = wide.max_seq_len;
-  const test::Outputs a = run(p, Kernel::v2, s.profile), b = run(wide, Kernel::v2, s.profile);
+  const Options opt = s.options();
+  const Outputs a = run(p, Kernel::v2, opt, s.profile), b = run(wide, Kernel::v2, opt, s.profile);
   RC_ASSERT(same_bits(a.out_bytes, b.out_bytes));
-  const test::Outputs c = run(p, Kernel::v1, s.profile), d = run(wide, Kernel::v1, s.profile);
+  const Outputs c = run(p, Kernel::v1, opt, s.profile), d = run(wide, Kernel::v1, opt, s.profile);
   RC_ASSERT(same_bits(c.out_bytes, d.out_bytes));
   // Host fold: the same states with empty ones interleaved.
   const int D = s.head_size;
-  const int NP =
-      static_cast<int>(a.exp_sums.size()) / (static_cast<int>(s.seq_lens.size()) * s.num_heads());
+  const int NP = a.num_partitions;
   std::vector<State> xs;
   for (int j = 0; j < NP; ++j) {
     State st;
     st.ms = {a.max_logits[j], a.exp_sums[j]};
-    for (int e = 0; e < D; ++e) st.o[e] = tmp_at(a, static_cast<std::size_t>(j) * D + e);
+    for (int e = 0; e < D; ++e) {
+      st.o[e] = static_cast<float>(a.tmp(static_cast<std::size_t>(j) * D + e));
+    }
     xs.push_back(st);
   }
   State f1 = State::empty(), f2 = State::empty();
@@ -262,23 +224,26 @@ PAGEDATTN_PROPERTY(prop_empty_partitions_neutral, 150) {
 PAGEDATTN_PROPERTY(prop_block_permutation_bitwise, 125) {
   const Spec s = *gen_spec();
   const std::uint32_t perm_seed = *rc::gen::arbitrary<std::uint32_t>();
-  const Problem p = build(s);
-  std::vector<int> pi(p.num_blocks);
+  const Case p = build(s);
+  std::vector<int> pi(static_cast<std::size_t>(p.num_blocks));
   std::iota(pi.begin(), pi.end(), 0);
   std::mt19937 rng(perm_seed);
   std::shuffle(pi.begin(), pi.end(), rng);
-  Problem q = p;
+  Case q = p;
   const std::size_t kb = p.key_cache.size() / p.num_blocks,
                     vb = p.value_cache.size() / p.num_blocks;
-  for (int b = 0; b < p.num_blocks; ++b) {
+  for (std::int64_t b = 0; b < p.num_blocks; ++b) {
     std::memcpy(&q.key_cache[pi[b] * kb], &p.key_cache[b * kb], kb);
     std::memcpy(&q.value_cache[pi[b] * vb], &p.value_cache[b * vb], vb);
   }
   for (auto& id : q.block_tables) {
     if (id >= 0 && id < p.num_blocks) id = pi[id];
   }
-  for (Kernel k : {Kernel::v1, Kernel::v2}) {
-    RC_ASSERT(same_bits(run(p, k, s.profile).out_bytes, run(q, k, s.profile).out_bytes));
+  const Options opt = s.options();
+  for (const KernelUnderTest& k : kernels_under_test()) {
+    const Options o = k.options(opt);
+    RC_ASSERT(same_bits(run(p, k.kernel, o, s.profile).out_bytes,
+                        run(q, k.kernel, o, s.profile).out_bytes));
   }
 }
 
@@ -287,27 +252,31 @@ PAGEDATTN_PROPERTY(prop_block_permutation_bitwise, 125) {
 PAGEDATTN_PROPERTY(prop_gqa_repeat_kv, 125) {
   Spec s = *gen_spec();
   if (s.gqa == 1) s.gqa = 2;
-  const Problem p = build(s);
+  const Case p = build(s);
   Spec r = s;
   r.num_kv_heads = s.num_heads();
   r.gqa = 1;
-  Problem q = build(r);  // same shapes; values replaced below
+  Case q = build(r);  // same shapes; values replaced below
   q.query = p.query;
-  q.q = p.q;
   q.block_tables = p.block_tables;
-  q.used_slot = p.used_slot;
-  for (int blk = 0; blk < p.num_blocks; ++blk) {
+  for (std::int64_t blk = 0; blk < p.num_blocks; ++blk) {
     for (int h = 0; h < r.num_kv_heads; ++h) {
       for (int slot = 0; slot < s.block_size; ++slot) {
         for (int d = 0; d < s.head_size; ++d) {
-          set_k(q, blk, h, slot, d, get_k(p, blk, h / s.gqa, slot, d));
-          set_v(q, blk, h, slot, d, get_v(p, blk, h / s.gqa, slot, d));
+          const Block b{blk};
+          const Slot sl{slot};
+          const Dim dim{d};
+          q.set_key(b, KvHead{h}, sl, dim, p.key(b, KvHead{h / s.gqa}, sl, dim));
+          q.set_value(b, KvHead{h}, sl, dim, p.value(b, KvHead{h / s.gqa}, sl, dim));
         }
       }
     }
   }
-  for (Kernel k : {Kernel::v1, Kernel::v2}) {
-    RC_ASSERT(same_bits(run(p, k, s.profile).out_bytes, run(q, k, s.profile).out_bytes));
+  const Options opt = s.options();
+  for (const KernelUnderTest& k : kernels_under_test()) {
+    const Options o = k.options(opt);
+    RC_ASSERT(same_bits(run(p, k.kernel, o, s.profile).out_bytes,
+                        run(q, k.kernel, o, s.profile).out_bytes));
   }
 }
 
@@ -318,16 +287,16 @@ PAGEDATTN_PROPERTY(prop_one_token_exact, 200) {
   lim.fp8 = false;  // fp8 rows are decode * v_scale rounded in fp32: not exact
   Spec s = *gen_spec(lim);
   for (int& L : s.seq_lens) L = 1;
-  const Problem p = build(s);
+  const Case p = build(s);
   const int H = s.num_heads(), D = s.head_size;
-  for (Kernel k : {Kernel::v1, Kernel::v2}) {
-    const test::Outputs o = run(p, k, s.profile);
+  for (const KernelUnderTest& k : kernels_under_test()) {
+    const Outputs o = run(p, k.kernel, k.options(s.options()), s.profile);
     for (int q = 0; q < static_cast<int>(s.seq_lens.size()); ++q) {
-      const auto [blk, slot] = where(p, q, 0);
+      const auto [blk, slot] = p.where(q, 0);
       for (int h = 0; h < H; ++h) {
         for (int d = 0; d < D; ++d) {
           const double got = o.out[(static_cast<std::size_t>(q) * H + h) * D + d];
-          RC_ASSERT(got == get_v(p, blk, h / s.gqa, slot, d));
+          RC_ASSERT(got == p.value(blk, KvHead{h / s.gqa}, slot, Dim{d}));
         }
       }
     }
@@ -337,35 +306,36 @@ PAGEDATTN_PROPERTY(prop_one_token_exact, 200) {
 // one_token_exact under vLLM's epsilon (Numerics::vllm_compatible, f32: probabilities and
 // partials are already f32, so only the +1e-6 in the denominators acts): one token has
 // e = exp(0) = 1 = s, so V1 and V2 (one partition: its partial is the output, as in vLLM's
-// reduce) return fmaf(inv, v, +0) = fl(v * inv) (a -0 becomes +0) with inv = fl(1 / fl(1 + 1e-6f)), bit for bit. The error bound
-// admits the epsilon's bias, so only this pins it (in the attention kernel; the reduce's
-// own epsilon needs two live partitions, whose weights no closed form gives).
+// reduce) return fmaf(inv, v, +0) = fl(v * inv) (a -0 becomes +0) with inv = fl(1 / fl(1 + 1e-6f)),
+// bit for bit. The error bound admits the epsilon's bias, so only this pins it (in the attention
+// kernel; the reduce's own epsilon needs two live partitions, whose weights no closed form gives).
 PAGEDATTN_PROPERTY(prop_one_token_epsilon_exact, 100) {
   Limits lim;
   lim.fp8 = false;
   Spec s = *gen_spec(lim);
   s.scalar = DType::f32;
   for (int& L : s.seq_lens) L = 1;
-  Problem p = build(s);
-  p.c.numerics = Numerics::vllm_compatible;
+  const Case p = build(s);
+  const Options opt = s.options(Numerics::vllm_compatible);
   const int H = s.num_heads(), D = s.head_size;
   const float one = 1.f, eps = 1e-6f;
   volatile float den = one + eps;  // f32 rounding, as the kernels form it
   const float inv = one / den;
-  for (Kernel k : {Kernel::v1, Kernel::v2}) {
-    const test::Outputs o = run(p, k, s.profile);
+  for (const KernelUnderTest& k : kernels_under_test()) {
+    const Outputs o = run(p, k.kernel, k.options(opt), s.profile);
     for (int q = 0; q < static_cast<int>(s.seq_lens.size()); ++q) {
-      const auto [blk, slot] = where(p, q, 0);
+      const auto [blk, slot] = p.where(q, 0);
       for (int h = 0; h < H; ++h) {
         for (int d = 0; d < D; ++d) {
-          const float v = static_cast<float>(get_v(p, blk, h / s.gqa, slot, d));
+          const float v = static_cast<float>(p.value(blk, KvHead{h / s.gqa}, slot, Dim{d}));
           // acc = fmaf(p, v, 0): one rounding of inv * v, and -0 + 0 = +0 as the kernel adds
           const float part = std::fma(inv, v, 0.f);
           const float want = part;
-          const float got = static_cast<float>(o.out[(static_cast<std::size_t>(q) * H + h) * D + d]);
+          const float got =
+              static_cast<float>(o.out[(static_cast<std::size_t>(q) * H + h) * D + d]);
           if (std::memcmp(&got, &want, sizeof got) != 0)
-            RC_FAIL(std::string(k == Kernel::v1 ? "V1" : "V2") + ": got " + std::to_string(got) +
-                    " want " + std::to_string(want) + " (v " + std::to_string(v) + ", fl(v*inv) " +
+            RC_FAIL(std::string(k.name) + ": got " + std::to_string(got) + " want " +
+                    std::to_string(want) + " (v " + std::to_string(v) + ", fl(v*inv) " +
                     std::to_string(part) + ")");
         }
       }
@@ -379,7 +349,7 @@ PAGEDATTN_PROPERTY(prop_equal_logits_mean, 150) {
   Spec s = *gen_spec();
   s.logits = LogitShape::ties;
   s.alibi = false;
-  const Problem p = build(s);
+  const Case p = build(s);
   const ref::Output ex = exact(p);
   const int H = s.num_heads(), D = s.head_size;
   for (int q = 0; q < static_cast<int>(s.seq_lens.size()); ++q) {
@@ -389,9 +359,10 @@ PAGEDATTN_PROPERTY(prop_equal_logits_mean, 150) {
       for (int d = 0; d < D; ++d) {
         long double mean = 0, mean_abs = 0;
         for (int t = 0; t < L; ++t) {
-          const auto [blk, slot] = where(p, q, t);
-          mean += get_v(p, blk, h / s.gqa, slot, d);
-          mean_abs += std::fabs(get_v(p, blk, h / s.gqa, slot, d));
+          const auto [blk, slot] = p.where(q, t);
+          const double v = p.value(blk, KvHead{h / s.gqa}, slot, Dim{d});
+          mean += v;
+          mean_abs += std::fabs(v);
         }
         const std::size_t i = (static_cast<std::size_t>(q) * H + h) * D + d;
         // The reference's value is the mean: a long double sum of L <= 1024 doubles errs
@@ -401,23 +372,19 @@ PAGEDATTN_PROPERTY(prop_equal_logits_mean, 150) {
       }
     }
   }
-  for (Kernel k : {Kernel::v1, Kernel::v2}) {
-    assert_within(
-        err_over_bound(p, run(p, k, s.profile).out, ex, element_bounds(p, k, ex, s.profile)),
-        k == Kernel::v1 ? "ties V1" : "ties V2");
-  }
+  assert_kernels_within(p, ex, s.options(), s.profile, "ties");
 }
 
 // nan_propagation, finite half: no finite input yields a NaN or inf output, on V1 and V2.
 PAGEDATTN_PROPERTY(prop_finite_in_finite_out, 200) {
   const Spec s = *gen_spec();
-  const Problem p = build(s);
-  for (Kernel k : {Kernel::v1, Kernel::v2}) {
-    const test::Outputs o = run(p, k, s.profile);
+  const Case p = build(s);
+  for (const KernelUnderTest& k : kernels_under_test()) {
+    const Outputs o = run(p, k.kernel, k.options(s.options()), s.profile);
     for (std::size_t i = 0; i < o.out.size(); ++i) {
       if (!std::isfinite(o.out[i])) {
-        RC_FAIL(std::string(k == Kernel::v1 ? "V1" : "V2") + " output " + std::to_string(i) +
-                " is " + std::to_string(o.out[i]) + " for " + show(s));
+        RC_FAIL(std::string(k.name) + " output " + std::to_string(i) + " is " +
+                std::to_string(o.out[i]) + " for " + show(s));
       }
     }
   }
@@ -439,24 +406,27 @@ PAGEDATTN_PROPERTY(prop_overflowing_logits_keep_sign, 60) {
   s.layout = BlockLayout::distinct;  // one physical slot per token: each key is its own
   const int L = *rc::gen::inRange(2, 3 * s.block_size + 2);
   s.seq_lens = {L};
-  Problem p = build(s);
+  Case p = build(s);
   const int D = s.head_size, top = *rc::gen::inRange(0, L);
-  const std::vector<bool> neg = *rc::gen::container<std::vector<bool>>(D, rc::gen::arbitrary<bool>());
+  const std::vector<bool> neg =
+      *rc::gen::container<std::vector<bool>>(D, rc::gen::arbitrary<bool>());
   const double c = std::ldexp(1.0, 64);
   for (int d = 0; d < D; ++d) {
     const double sq = neg[d] ? -1.0 : 1.0;
-    test::set_element(p, test::Element::query, 0, 0, 0, d, sq * c);
-    for (int t = 0; t < L; ++t) test::set_element(p, test::Element::key, 0, t, 0, d, (t == top ? sq : -sq) * c);
+    p.set_q(0, 0, d, sq * c);
+    for (int t = 0; t < L; ++t) {
+      const auto [blk, slot] = p.where(0, t);
+      p.set_key(blk, KvHead{0}, slot, Dim{d}, (t == top ? sq : -sq) * c);
+    }
   }
-  const auto [blk, slot] = where(p, 0, top);
-  for (Kernel k : {Kernel::v1, Kernel::v2}) {
-    const test::Outputs o = run(p, k, s.profile);
+  const auto [blk, slot] = p.where(0, top);
+  for (const KernelUnderTest& k : kernels_under_test()) {
+    const Outputs o = run(p, k.kernel, k.options(s.options()), s.profile);
     for (int d = 0; d < D; ++d) {
-      const double want = get_v(p, blk, 0, slot, d);
+      const double want = p.value(blk, KvHead{0}, slot, Dim{d});
       if (!(o.out[d] == want))
-        RC_FAIL(std::string(k == Kernel::v1 ? "V1" : "V2") + " row 0, d " + std::to_string(d) +
-                ": got " + std::to_string(o.out[d]) + ", the top token's value " +
-                std::to_string(want));
+        RC_FAIL(std::string(k.name) + " row 0, d " + std::to_string(d) + ": got " +
+                std::to_string(o.out[d]) + ", the top token's value " + std::to_string(want));
     }
   }
 }

@@ -1,11 +1,11 @@
-// The merge's monoid laws (NUMERICS.md) on the templates the kernels use
+// The merge's monoid laws (docs/NUMERICS.md) on the templates the kernels use
 // (kernels/include/pagedattn/lse_state.h): in real arithmetic with T = a 512-bit MPFR
 // number, and in fp32 bitwise where IEEE arithmetic makes the law exact (identity,
 // commutativity) and within a derived bound where it does not (associativity).
 // "Equal" in MPFR means within a relative 2^-480: each MPFR operation errs by at most a
 // relative 2^-512, a merge tree of three states takes fewer than 30 operations, and exp
 // multiplies its argument's relative error by |argument| <= 2^9 here, so two evaluations
-// of the same real number differ by < 2^-490 of it; any wrong merge (NUMERICS.md's list)
+// of the same real number differ by < 2^-490 of it; any wrong merge (docs/NUMERICS.md's list)
 // moves the result by more than 2^-30 of it.
 #include <boost/multiprecision/mpfr.hpp>
 #include <cmath>

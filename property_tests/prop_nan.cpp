@@ -1,10 +1,11 @@
-// nan_propagation (NUMERICS.md, VLLM_CONTRACT.md): what is never read changes nothing, bit
-// for bit; a non-finite value that is read poisons its output row on V1, V2 at every
-// partition size, and the reference alike; other rows keep their bits.
+// nan_propagation (docs/NUMERICS.md, docs/VLLM_CONTRACT.md): what is never read changes nothing,
+// bit for bit; a non-finite value that is read poisons its output row on V1, V2 at every partition
+// size, and the reference alike; other rows keep their bits.
 #include <cmath>
 #include <set>
 #include "checks.h"
 #include "generators.h"
+#include "pagedattn_testing/uniform_case.h"
 #include "registry.h"
 
 namespace pagedattn::prop {
@@ -18,7 +19,7 @@ bool all_nan(const std::vector<double>& out, int row, int D) {
 }
 
 // Bits of row `row` of a scalar-typed output.
-bool same_row(const test::Outputs& a, const test::Outputs& b, int row, int D, std::size_t esz) {
+bool same_row(const Outputs& a, const Outputs& b, int row, int D, std::size_t esz) {
   return std::memcmp(a.out_bytes.data() + row * D * esz, b.out_bytes.data() + row * D * esz,
                      D * esz) == 0;
 }
@@ -30,14 +31,16 @@ bool same_row(const test::Outputs& a, const test::Outputs& b, int row, int D, st
 // kernel that multiplies unused slots by 0 instead of not reading them.
 PAGEDATTN_PROPERTY(prop_nan_propagation_unused, 125) {
   const Spec s = *gen_spec();
-  Problem zero = build(s);
-  test::fill_unused_slots(zero, false);
-  Problem nan = zero;
-  test::fill_unused_slots(nan, true);
-  for (Kernel k : {Kernel::v1, Kernel::v2}) {
-    const test::Outputs a = run(zero, k, s.profile), b = run(nan, k, s.profile);
+  Case zero = build(s);
+  testing::fill_unused_slots(zero, false);
+  Case nan = zero;
+  testing::fill_unused_slots(nan, true);
+  for (const KernelUnderTest& kut : kernels_under_test()) {
+    const Kernel k = kut.kernel;
+    const Options o = kut.options(s.options());
+    const Outputs a = run(zero, k, o, s.profile), b = run(nan, k, o, s.profile);
     RC_ASSERT(same_bits(a.out_bytes, b.out_bytes));
-    if (k == Kernel::v2) {
+    if (kut.partitioned()) {
       RC_ASSERT(std::memcmp(a.exp_sums.data(), b.exp_sums.data(), 4 * a.exp_sums.size()) == 0);
       RC_ASSERT(std::memcmp(a.max_logits.data(), b.max_logits.data(), 4 * a.max_logits.size()) ==
                 0);
@@ -60,26 +63,27 @@ PAGEDATTN_PROPERTY(prop_nan_propagation_live, 200) {
   const int t = *rc::gen::inRange(0, s.seq_lens[seq]);
   const int head = *rc::gen::inRange(0, H);
   const int d = *rc::gen::inRange(0, D);
-  const Problem p = build(s);
-  Problem bad = p;
+  const Case p = build(s);
+  Case bad = p;
   std::set<int> rows;  // (seq * H + head) rows that read the poisoned element
   if (where_kind == 0) {
-    set_q(bad, seq, head, d, poison);
+    bad.set_q(seq, head, d, poison);
     rows.insert(seq * H + head);
   } else if (where_kind == 3) {
-    bad.alibi[head] = static_cast<float>(poison);
+    bad.alibi_slopes[head] = static_cast<float>(poison);
     for (int q = 0; q < S; ++q) rows.insert(q * H + head);
   } else {
-    const auto [blk, slot] = where(p, seq, t);
+    const auto [blk, slot] = p.where(seq, t);
     const int kvh = head / s.gqa;
     if (where_kind == 1) {
-      set_k(bad, blk, kvh, slot, d, poison);
+      bad.set_key(blk, KvHead{kvh}, slot, Dim{d}, poison);
     } else {
-      set_v(bad, blk, kvh, slot, d, poison);
+      bad.set_value(blk, KvHead{kvh}, slot, Dim{d}, poison);
     }
     for (int q = 0; q < S; ++q) {  // repeated blocks: every sequence reading that slot
       for (int u = 0; u < p.seq_lens[q]; ++u) {
-        if (where(p, q, u) == std::make_pair(blk, slot)) {
+        const testing::Physical at = p.where(q, u);
+        if (at.block.v == blk.v && at.slot.v == slot.v) {
           for (int g = 0; g < s.gqa; ++g) rows.insert(q * H + kvh * s.gqa + g);
         }
       }
@@ -88,10 +92,14 @@ PAGEDATTN_PROPERTY(prop_nan_propagation_live, 200) {
   RC_TAG(where_kind == 0 ? "q" : where_kind == 1 ? "k" : where_kind == 2 ? "v" : "slope");
   const ref::Output ex = exact(bad);
   for (int r : rows) RC_ASSERT(all_nan(ex.value, r, D));
-  const std::size_t esz = dtype_size(s.scalar);
-  const test::Outputs v1 = run(bad, Kernel::v1, s.profile), v1c = run(p, Kernel::v1, s.profile);
-  const test::Outputs v2 = run(bad, Kernel::v2, s.profile), v2c = run(p, Kernel::v2, s.profile);
-  const test::Outputs w2 = run_v2(bad, P2, s.profile), w2c = run_v2(p, P2, s.profile);
+  const std::size_t esz = traits(s.scalar).size;
+  const Options opt = s.options();
+  Options opt2 = opt;
+  opt2.partition_size = P2;
+  const Outputs v1 = run(bad, Kernel::v1, opt, s.profile), v1c = run(p, Kernel::v1, opt, s.profile);
+  const Outputs v2 = run(bad, Kernel::v2, opt, s.profile), v2c = run(p, Kernel::v2, opt, s.profile);
+  const Outputs w2 = run(bad, Kernel::v2, opt2, s.profile),
+                w2c = run(p, Kernel::v2, opt2, s.profile);
   for (int r = 0; r < S * H; ++r) {
     if (rows.count(r)) {
       if (!all_nan(v1.out, r, D)) RC_FAIL("V1 row " + std::to_string(r) + " not all NaN");

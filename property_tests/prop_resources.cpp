@@ -23,23 +23,23 @@ PAGEDATTN_PROPERTY(prop_v1_refused_iff_smem_exceeds, 200) {
   const int delta = *rc::gen::element(0, 1, -1, s.block_size, -s.block_size, s.block_size + 1, -7);
   const std::int64_t max_len = std::max<std::int64_t>(1, edge + delta);
   s.seq_lens = {1};
-  Problem p = build(s);  // one token; max_seq_len alone sets the launch size
-  p.max_seq_len = static_cast<int>(max_len);
+  Case p = build(s);  // one token; max_seq_len alone sets the launch size
+  p.max_seq_len = max_len;
   const std::int64_t need =
       attention_smem_bytes(prof.warp_size, s.head_size, v1_partition_tokens(s.block_size, max_len));
   const bool exceeds = need > prof.shared_memory_per_block_optin;
   bool refused = false;
-  test::Outputs o;
+  Outputs o;
   try {
-    o = run(p, Kernel::v1, s.profile);
+    o = run(p, Kernel::v1, s.options(), s.profile);
   } catch (const LaunchError&) {
     refused = true;
   }
   RC_TAG(exceeds ? "exceeds" : "fits");
   RC_ASSERT(refused == exceeds);
   if (!refused) {
-    const auto [blk, slot] = where(p, 0, 0);
-    RC_ASSERT(o.out[0] == get_v(p, blk, 0, slot, 0));  // one token: its value, exactly
+    const auto [blk, slot] = p.where(0, 0);
+    RC_ASSERT(o.out[0] == p.value(blk, KvHead{0}, slot, Dim{0}));  // one token: its value, exactly
   }
 }
 
@@ -72,17 +72,17 @@ PAGEDATTN_PROPERTY(prop_v1_first_launch_just_above_48k, 30) {
     RC_ASSERT(need <= 48 * 1024 + 4 * bs);  // one block of tokens past the edge at most
     if (need > prof.shared_memory_per_block_optin) continue;  // a profile without room
     s.seq_lens = {1};
-    Problem p = build(s);
-    p.max_seq_len = static_cast<int>(len);
-    test::Outputs o;
+    Case p = build(s);
+    p.max_seq_len = len;
+    Outputs o;
     try {
-      o = run(p, Kernel::v1, s.profile);
+      o = run(p, Kernel::v1, s.options(), s.profile);
     } catch (const LaunchError& e) {
       RC_FAIL(std::string("V1 refused at ") + std::to_string(need) +
               " bytes of shared memory (block size " + std::to_string(bs) + "): " + e.what());
     }
-    const auto [blk, slot] = where(p, 0, 0);
-    RC_ASSERT(o.out[0] == get_v(p, blk, 0, slot, 0));
+    const auto [blk, slot] = p.where(0, 0);
+    RC_ASSERT(o.out[0] == p.value(blk, KvHead{0}, slot, Dim{0}));
   }
 }
 

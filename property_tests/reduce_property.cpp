@@ -37,7 +37,7 @@ Reducer kernel_reducer(const std::string& profile) {
       for (int d = 0; d < D; ++d)
         tmp[static_cast<std::size_t>(p) * D + d] = static_cast<float>(st.o_at(p, d));
     }
-    std::vector<std::uint8_t> out(static_cast<std::size_t>(D) * dtype_size(out_dtype), 0xff);
+    std::vector<std::uint8_t> out(static_cast<std::size_t>(D) * traits(out_dtype).size, 0xff);
     std::vector<std::int32_t> sl = {seq_len};
     Options opt;
     opt.partition_size = Psize;
@@ -48,7 +48,7 @@ Reducer kernel_reducer(const std::string& profile) {
                            TensorView::contiguous(sl.data(), DType::i32, {1}), NP * Psize,
                            Backend::emulator(profile), opt);
     std::vector<double> r(D);
-    for (int d = 0; d < D; ++d) r[d] = test::decode_scalar(out_dtype, out.data(), d);
+    for (int d = 0; d < D; ++d) r[d] = testing::decode(out_dtype, out.data(), d);
     return r;
   };
 }
@@ -58,12 +58,13 @@ void reduce_property(const Reducer& reduce) {
   {
     Limits lim;
     const Spec s = *gen_spec(lim);
-    const Problem p = build(s);
-    const test::Outputs o = run(p, Kernel::v2, s.profile);
+    const Case p = build(s);
+    const Options opt = s.options();
+    const Outputs o = run(p, Kernel::v2, opt, s.profile);
     const ref::Output ex = exact(p);
     const int S = static_cast<int>(s.seq_lens.size()), H = s.num_heads(), D = s.head_size;
-    const int NP = static_cast<int>(o.exp_sums.size()) / (S * H);
-    std::vector<float> tmp(o.tmp_out.size() / 4);
+    const int NP = o.num_partitions;
+    std::vector<float> tmp(o.tmp_out.size() / 4);  // f32: our numerics
     std::memcpy(tmp.data(), o.tmp_out.data(), o.tmp_out.size());
     std::vector<double> got;
     for (int row = 0; row < S * H; ++row) {
@@ -73,7 +74,7 @@ void reduce_property(const Reducer& reduce) {
       const std::vector<double> r = reduce(st, s.scalar);
       got.insert(got.end(), r.begin(), r.end());
     }
-    assert_within(err_over_bound(p, got, ex, element_bounds(p, Kernel::v2, ex, s.profile)),
+    assert_within(err_over_bound(p, got, ex, element_bounds(p, Kernel::v2, opt, ex, s.profile)),
                   "reduce of V2 states");
   }
   // (B) states with a known fold: every o_p = o, so the exact result is o whatever the
@@ -100,9 +101,7 @@ void reduce_property(const Reducer& reduce) {
     }
     const std::vector<double> r = reduce(st, out);
     const double u = std::ldexp(1.0, -24);
-    const double u_out = out == DType::f32   ? u
-                         : out == DType::f16 ? std::ldexp(1.0, -11)
-                                             : std::ldexp(1.0, -8);
+    const double u_out = traits(out).unit_roundoff;
     for (int d = 0; d < D; ++d) {
       const double want = all_empty ? 0.0 : o[d];
       // tests/test_reduce.cpp's reduce bound with every o_p equal: the weights' errors
@@ -126,7 +125,7 @@ PAGEDATTN_PROPERTY(prop_fold_partitions_softmax_reduce, 150) {
   const DType out_dtype = *gen_scalar();
   const int D = *rc::gen::element(32, 64, 128), NP = *rc::gen::inRange(1, 4);
   std::vector<float> es(NP, NAN), ml(NP, NAN), tmp(static_cast<std::size_t>(NP) * D, NAN);
-  std::vector<std::uint8_t> out(static_cast<std::size_t>(D) * dtype_size(out_dtype), 0xff);
+  std::vector<std::uint8_t> out(static_cast<std::size_t>(D) * traits(out_dtype).size, 0xff);
   std::vector<std::int32_t> sl = {0};
   Options opt;
   opt.partition_size = 64;
@@ -137,7 +136,7 @@ PAGEDATTN_PROPERTY(prop_fold_partitions_softmax_reduce, 150) {
                          TensorView::contiguous(sl.data(), DType::i32, {1}), NP * 64,
                          Backend::emulator(profile), opt);
   for (int d = 0; d < D; ++d) {
-    const double got = test::decode_scalar(out_dtype, out.data(), d);
+    const double got = testing::decode(out_dtype, out.data(), d);
     if (!(got == 0.0)) RC_FAIL("seq_len 0: d " + std::to_string(d) + " got " + std::to_string(got));
   }
 }

@@ -55,12 +55,13 @@ TEST(FoundByProperties, SubnormalValuesWithinTheBound) {
   s.extra_len = 160;
   s.v_class = ValueClass::subnormal;
   s.profile = "h200";
-  const Problem p = build(s);
+  const Case p = build(s);
   const ref::Output ex = exact(p);
-  for (Kernel k : {Kernel::v1, Kernel::v2}) {
-    const Err e =
-        err_over_bound(p, run(p, k, s.profile).out, ex, element_bounds(p, k, ex, s.profile));
-    EXPECT_LE(e.worst, 1.0) << e.where;
+  for (const KernelUnderTest& k : kernels_under_test()) {
+    const Options o = k.options(s.options());
+    const Verdict e = err_over_bound(p, run(p, k.kernel, o, s.profile).out, ex,
+                                     element_bounds(p, k.kernel, o, ex, s.profile));
+    EXPECT_LE(e.worst, 1.0) << k.name << ": " << e.where;
   }
 }
 
@@ -83,10 +84,10 @@ TEST(FoundByProperties, NearMaxValuesGiveFiniteOutput) {
   s.v_class = ValueClass::nearmax;
   s.seed = 34550;
   s.profile = "h200";
-  const Problem p = build(s);
-  for (Kernel k : {Kernel::v1, Kernel::v2}) {
-    const test::Outputs o = run(p, k, s.profile);
-    for (double x : o.out) ASSERT_TRUE(std::isfinite(x)) << (k == Kernel::v1 ? "V1" : "V2");
+  const Case p = build(s);
+  for (const KernelUnderTest& k : kernels_under_test()) {
+    const Outputs o = run(p, k.kernel, k.options(s.options()), s.profile);
+    for (double x : o.out) ASSERT_TRUE(std::isfinite(x)) << k.name;
   }
 }
 
@@ -102,11 +103,11 @@ TEST(FoundByProperties, NanQueryPoisonsV2Row) {
   s.partition_size = 64;
   s.seq_lens = {127};
   s.profile = "bi-v100";
-  Problem p = build(s);
-  set_q(p, 0, 0, 0, NAN);
-  for (Kernel k : {Kernel::v1, Kernel::v2}) {
-    const test::Outputs o = run(p, k, s.profile);
-    for (double x : o.out) ASSERT_TRUE(std::isnan(x)) << (k == Kernel::v1 ? "V1" : "V2");
+  Case p = build(s);
+  p.set_q(0, 0, 0, NAN);
+  for (const KernelUnderTest& k : kernels_under_test()) {
+    const Outputs o = run(p, k.kernel, k.options(s.options()), s.profile);
+    for (double x : o.out) ASSERT_TRUE(std::isnan(x)) << k.name;
   }
 }
 

@@ -17,6 +17,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import report_plots as rp  # noqa: E402
+import section_checks  # noqa: E402
 
 NA = "not available"
 
@@ -139,6 +140,135 @@ figcaption{font-style:italic;color:#444;margin-top:0.3em}
 .na{color:#a00;font-weight:bold}
 code{background:#f5f5f5;padding:0 3px}
 """
+
+NOT_RUN = ("The GPU check has not run on a GPU yet: no session so far was lent one. "
+           "gpu_bundle/README.md says how to run it in one call.")
+
+
+def gpu_section(body, md, out, gpu, inputs):
+    """The GPU bundle's run (gpu_bench/bundle/run.sh): the machine, each step, the check's
+    classes, the audit's native rows, the benchmark against the model, the torch check."""
+    if not gpu:
+        body.append(na(f"GPU measurements (no gpu_bench.json or gpu_run.json in "
+                       f"{inputs.get('gpu_dir')})"))
+        body.append(f"<p>{html.escape(NOT_RUN)}</p>")
+        md.append("\n## Measured on a GPU\n\nnot available. " + NOT_RUN + "\n")
+        return
+    dry = bool(gpu.get("dry"))
+    if dry:
+        note = ("DRY RUN (GPU_CHECK_DRY=1): every CUDA step ran on the emulator; nothing "
+                "below is a GPU measurement. " + NOT_RUN)
+        body.append(f'<p class="na">{html.escape(note)}</p>')
+        md.append("\n## Measured on a GPU\n\n" + note + "\n")
+    run = gpu.get("run") or {}
+    if run.get("machine"):
+        mrow = [{"k": k, "v": v} for k, v in run["machine"].items()]
+        body.append("<h3>The machine</h3>" + html_table([("k", "item"), ("v", "what it said")],
+                                                         mrow))
+    if run.get("steps"):
+        cols = [("name", "step"), ("status", "status"), ("seconds", "seconds"),
+                ("limit_s", "limit (s)"), ("note", "what")]
+        body.append(f"<h3>Steps ({html.escape(str(run.get('mode')))} mode, "
+                    f"{fmt(run.get('seconds'))} s, {'pass' if run.get('pass') else 'FAIL'})</h3>"
+                    + html_table(cols, run["steps"]))
+        if not dry:
+            md.append(f"\n## GPU check on {gpu.get('device')}\n\n" + md_table(cols, run["steps"]))
+    check = gpu.get("check") or {}
+    if check.get("summary"):
+        crow = [dict(v, cls=k) for k, v in check["summary"].items()]
+        cols = [("cls", "class"), ("cases", "checks"), ("passed", "passed"),
+                ("bitwise_identical", "bit-identical to the emulator"),
+                ("worst_gpu_over_bound", "worst native error / bound")]
+        body.append("<h3>Native against the emulator and the reference (pagedattn_gpu_check, "
+                    f"grid {html.escape(str(check.get('grid')))})</h3>" + html_table(cols, crow))
+        if not dry:
+            md.append("\n" + md_table(cols, crow))
+    audit = gpu.get("audit") or {}
+    if audit.get("rows") is not None:
+        body.append("<p>Audit (<code>--backend both</code>, exact reference, proven bound): "
+                    f"{fmt(audit.get('native_rows'))} native rows of {fmt(audit.get('rows'))}, "
+                    f"{fmt(audit.get('native_over_bound'))} over the bound, worst native "
+                    f"error / bound {fmt(audit.get('worst_native_err_over_bound'))}, largest "
+                    "difference from the emulator "
+                    f"{fmt(audit.get('max_gpu_vs_emulator_abs_diff'))}.</p>")
+    if gpu.get("cases"):
+        cap = rp.gpu_plot(out, gpu)
+        body.append(figure(out, "gpu_measured", cap) if cap else na("GPU timings"))
+        cols = [("kernel", "kernel"), ("num_seqs", "sequences"), ("seq_len", "seq_len"),
+                ("time_us", "measured (µs)"), ("model_us", "model (µs)"),
+                ("achieved_gbps", "achieved GB/s"), ("fraction_of_copy", "fraction of copy")]
+        hl = [c for c in gpu["cases"] if c.get("headline")]
+        body.append(f"<p>Device: {html.escape(str(gpu.get('device')))}; device-to-device copy "
+                    f"{fmt(gpu.get('copy_bandwidth_gbps'))} GB/s; model profile "
+                    f"{html.escape(str(gpu.get('model_profile')))}.</p>")
+        if hl:
+            body.append("<h3>Headline case</h3>" + html_table(cols, hl))
+            if not dry:
+                md.append("\n## Measured on " + str(gpu.get("device")) + "\n\n" +
+                          md_table(cols, hl))
+    else:
+        body.append(na("GPU timings (the benchmark wrote no cases)"))
+    if gpu.get("torch_check") is not None:
+        body.append("<h3>torch check</h3><pre>" +
+                    html.escape(json.dumps(gpu["torch_check"], indent=1)[:3000]) + "</pre>")
+
+
+TARGET_COLS = [("label", "target"), ("compiler", "compiler"), ("warp", "warp"),
+               ("kernels", "kernels"), ("max_registers", "max registers (VGPRs)"),
+               ("min_occupancy", "lowest occupancy"), ("spilling_kernels", "spilling kernels"),
+               ("model_registers_per_thread", "model assumes (registers/thread)"),
+               ("seconds", "compile time (s, summed over files)")]
+
+
+def targets_section(body, md, t, inputs):
+    """scripts/targets/compile_targets.sh's targets.json: per target, then per kernel."""
+    if not t or not t.get("targets"):
+        body.append(na(f"targets (no targets.json in {inputs.get('targets_dir')}; run "
+                       "scripts/targets/compile_targets.sh)"))
+        md.append("\n## Targets\n\nnot available\n")
+        return
+    ks = t.get("kernels", [])
+    rows = []
+    for g in t["targets"]:
+        mine = [k for k in ks if k["target"] == g["target"]]
+        occ = [k["occupancy"] for k in mine if k.get("occupancy") is not None]
+        r = dict(g)
+        r["min_occupancy"] = min(occ) if occ else None
+        rows.append(r)
+    body.append("<p>Every kernel instantiation compiled per target; registers are per thread "
+                "(AMD: VGPRs), occupancy from registers alone at 128 threads per block "
+                "(NVIDIA: resident warps / 64 per SM; AMD: the compiler's waves per SIMD); "
+                "the kernels' shared memory is all dynamic (it grows with seq_len: "
+                "<code>pagedattn limits</code>), so the compilers report 0 static bytes.</p>"
+                + html_table(TARGET_COLS, rows))
+    md.append("\n## Targets\n\n" + md_table(TARGET_COLS, rows))
+    labels = [g["label"] for g in t["targets"]]
+    by_key = {}
+    for k in ks:
+        key = (k["kernel"], k.get("scalar", ""), k.get("cache", ""), k.get("head_size", 0),
+               k.get("block_size", 0))
+        by_key.setdefault(key, {})[k["target"]] = k
+    cols = [("kernel", "kernel"), ("scalar", "dtype"), ("cache", "cache"),
+            ("head_size", "head"), ("block_size", "block")]
+    cols += [(g["target"], g["label"]) for g in t["targets"]]
+    drows = []
+    for key in sorted(by_key):
+        r = dict(zip(["kernel", "scalar", "cache", "head_size", "block_size"], key))
+        for tgt, k in by_key[key].items():
+            cell = f"{k['registers']} r"
+            if k.get("occupancy") is not None:
+                cell += f", {k['occupancy']:.2f} occ"
+            if k.get("spilled"):
+                cell += ", SPILLS"
+            r[tgt] = cell
+        drows.append(r)
+    body.append("<details><summary>Per instantiation: registers, occupancy, spills "
+                f"({len(drows)} instantiations x {len(labels)} targets)</summary>"
+                + html_table(cols, drows) + "</details>")
+    if t.get("failures"):
+        body.append(na(f"{len(t['failures'])} compiles failed: " +
+                       ", ".join(f["job"] for f in t["failures"])))
+
 
 
 def main():
@@ -302,28 +432,20 @@ def main():
     else:
         body.append(na("performance model"))
 
+    checks_html, checks_md = section_checks.render(data, fmt, html_table, md_table)
+    body.append(checks_html)
+    md.append(checks_md)
+
     # GPU
     body.append("<h2>Measured on a GPU</h2>")
-    if gpu and gpu.get("cases"):
-        cap = rp.gpu_plot(out, gpu)
-        body.append(figure(out, "gpu_measured", cap) if cap else na("GPU timings"))
-        cols = [("kernel", "kernel"), ("num_seqs", "sequences"), ("seq_len", "seq_len"),
-                ("time_us", "measured (µs)"), ("model_us", "model (µs)"),
-                ("achieved_gbps", "achieved GB/s"), ("fraction_of_copy", "fraction of copy")]
-        hl = [c for c in gpu["cases"] if c.get("headline")]
-        body.append(f"<p>Device: {html.escape(str(gpu.get('device')))}; device-to-device copy "
-                    f"{fmt(gpu.get('copy_bandwidth_gbps'))} GB/s; model profile "
-                    f"{html.escape(str(gpu.get('model_profile')))}.</p>")
-        if hl:
-            body.append("<h3>Headline case</h3>" + html_table(cols, hl))
-            md.append("\n## Measured on " + str(gpu.get("device")) + "\n\n" + md_table(cols, hl))
-    else:
-        body.append(na(f"GPU measurements (no gpu_bench.json in {inputs.get('gpu_dir')}; run "
-                       "scripts/gpu_check.sh on a machine with an NVIDIA GPU)"))
-        md.append("\n## Measured on a GPU\n\nnot available\n")
+    gpu_section(body, md, out, gpu, inputs)
     if gpu_files:
         body.append("<p>GPU files read: " + ", ".join(html.escape(os.path.basename(f))
                                                      for f in gpu_files) + "</p>")
+
+    # Targets
+    body.append("<h2>Targets: the kernels as each compiler builds them</h2>")
+    targets_section(body, md, data.get("targets"), inputs)
 
     # Properties and mutation
     body.append("<h2>Property campaign</h2>")
@@ -353,7 +475,8 @@ def main():
         crow = [{"profile": p, "cases": s["cases"], "clean": s["clean"],
                  "findings": "; ".join(s["findings"]) or "none"}
                 for p, s in ec["profiles"].items()]
-        body.append(f"<p>{html.escape(ec['checks'])} on {html.escape(ec['grid'])}.</p>"
+        covers = f" memcheck saw {html.escape(ec['memcheck'])}." if ec.get("memcheck") else ""
+        body.append(f"<p>{html.escape(ec['checks'])} on {html.escape(ec['grid'])}.{covers}</p>"
                     + html_table([("profile", "profile"), ("cases", "kernel calls"),
                                   ("clean", "clean"), ("findings", "findings")], crow))
     else:

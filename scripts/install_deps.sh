@@ -16,7 +16,11 @@ pkgs=(
   clang libclang-rt-14-dev            # libFuzzer targets and the sanitizer builds
   coq libcoq-flocq libcoq-coquelicot libcoq-interval gappa libcoq-gappa   # proofs/
   python3-torch libtorch-dev          # the PyTorch operators (torch/), with /usr/bin/python3
+  python3-hypothesis python3-pytest   # python -m pagedattn_torch.check: cases with shrinking, its pytest plugin
   parallel                            # property campaigns spread over cores
+  hipcc libamdhip64-dev rocm-device-libs   # the kernels through HIP for gfx90a (scripts/test.d/50-targets.sh)
+  clang-19                            # clang's CUDA front end for CUDA 13's headers (same stage)
+  binutils                            # readelf, objcopy, ar: the GPU bundle (scripts/gpu_bundle.sh)
 )
 missing=()
 for p in "${pkgs[@]}"; do

@@ -2,9 +2,12 @@
 // .npy files into tensor views (which file, which dtype) and derives what vLLM's caller
 // derives (num_kv_heads, block_size, max_seq_len); every contract rule is the library's
 // own (kernels/src/validate.cpp), and its message is given the name of the file at fault.
+// What passes becomes a testing::Case holding the files' bytes.
 #include "cli_replay.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <utility>
 #include <vector>
@@ -69,8 +72,7 @@ pagedattn::DType dtype_of(const std::string& path, const npy::Array& a, bool bf1
                    a.descr + "'");
 }
 
-}  // namespace
-
+// A contiguous view of an array's bytes as `dtype` (an empty array stays "defined").
 pagedattn::TensorView view_of(npy::Array& a, pagedattn::DType dtype) {
   pagedattn::TensorView t;
   t.data = a.data.empty() ? static_cast<void*>(&a) : a.data.data();  // empty: still "defined"
@@ -85,13 +87,25 @@ pagedattn::TensorView view_of(npy::Array& a, pagedattn::DType dtype) {
   return t;
 }
 
-Replay load_replay(const std::string& dir_text, bool bf16, const std::string& kv_cache_dtype) {
+struct Files {
+  npy::Array query, key_cache, value_cache, block_tables, seq_lens, alibi_slopes;
+  bool has_alibi = false;
+};
+
+}  // namespace
+
+std::string npy_descr(pagedattn::DType scalar) {
+  return scalar == pagedattn::DType::f32 ? "<f4" : scalar == pagedattn::DType::f16 ? "<f2" : "<u2";
+}
+
+pagedattn::testing::Case load_replay(const std::string& dir_text, bool bf16,
+                                     const std::string& kv_cache_dtype) {
   const std::filesystem::path dir(dir_text);
   std::error_code ec;
   if (!std::filesystem::is_directory(dir, ec)) {
     throw InputError(dir_text + ": not a folder (the replay folder holding the .npy inputs)");
   }
-  Replay r;
+  Files r;
   bool found = false;
   r.query = load_file(dir, "query", true, &found);
   r.key_cache = load_file(dir, "key_cache", true, &found);
@@ -115,13 +129,7 @@ Replay load_replay(const std::string& dir_text, bool bf16, const std::string& kv
                      "bfloat16 bits as '<u2' need --bf16), got '" +
                      qd + "'");
   }
-  r.scalar = dtype_of(path("query"), r.query, bf16);
-  r.out_descr = qd;
-  pagedattn::CacheFormat format{};
-  pagedattn::parse_kv_cache_dtype(kv_cache_dtype, &format);
-  r.cache = format == pagedattn::CacheFormat::same       ? r.scalar
-            : format == pagedattn::CacheFormat::fp8_e5m2 ? pagedattn::DType::fp8_e5m2
-                                                         : pagedattn::DType::fp8_e4m3;
+  const pagedattn::DType scalar = dtype_of(path("query"), r.query, bf16);
 
   // What the caller derives: from query's and key_cache's shapes, so those need their
   // dimensions before anything else can be said.
@@ -140,15 +148,16 @@ Replay load_replay(const std::string& dir_text, bool bf16, const std::string& kv
   const std::int64_t num_kv_heads = r.key_cache.shape[1];
   const std::int64_t block_size = r.key_cache.shape[3];
   const pagedattn::DType lens_type = dtype_of(path("seq_lens"), r.seq_lens, bf16);
+  std::int64_t max_seq_len = 0;
   if (lens_type == pagedattn::DType::i32) {
     const std::int32_t* lens = r.seq_lens.as<std::int32_t>();
     for (std::int64_t s = 0; s < r.seq_lens.numel(); ++s) {
-      r.max_seq_len = std::max<std::int64_t>(r.max_seq_len, lens[s]);
+      max_seq_len = std::max<std::int64_t>(max_seq_len, lens[s]);
     }
   }
 
   // The library's rules, V1's (V2's extra ones are about its outputs and partitions).
-  const pagedattn::TensorView query_view = view_of(r.query, r.scalar);
+  const pagedattn::TensorView query_view = view_of(r.query, scalar);
   const pagedattn::TensorView key_view =
       view_of(r.key_cache, dtype_of(path("key_cache"), r.key_cache, bf16));
   const pagedattn::TensorView value_view =
@@ -160,15 +169,8 @@ Replay load_replay(const std::string& dir_text, bool bf16, const std::string& kv
   if (r.has_alibi) {
     alibi_view = view_of(r.alibi_slopes, dtype_of(path("alibi_slopes"), r.alibi_slopes, bf16));
   }
-  npy::Array out_bytes;
-  out_bytes.descr = qd;
-  out_bytes.shape = r.query.shape;
-  out_bytes.data.assign(1, 0);
-  pagedattn::TensorView out = view_of(out_bytes, r.scalar);
-  out.data = &out_bytes;  // never written: validation reads no tensor data
   try {
     pagedattn::AttentionCall call;
-    call.out = out;
     call.query = query_view;
     call.key_cache = key_view;
     call.value_cache = value_view;
@@ -176,25 +178,18 @@ Replay load_replay(const std::string& dir_text, bool bf16, const std::string& kv
     call.block_tables = tables_view;
     call.seq_lens = lens_view;
     call.block_size = block_size;
-    call.max_seq_len = r.max_seq_len;
+    call.max_seq_len = max_seq_len;
     call.alibi_slopes = alibi_view;
     call.kv_cache_dtype = kv_cache_dtype;
-    const pagedattn::AttentionParams p =
-        pagedattn::validate_attention(pagedattn::Kernel::v1, call, pagedattn::Options{});
-    pagedattn::validate_indices(p, r.block_tables.as<std::int32_t>(),
-                                r.seq_lens.as<std::int32_t>());
-    r.num_seqs = p.num_seqs;
-    r.num_heads = p.num_heads;
-    r.head_size = p.head_size;
-    r.num_kv_heads = p.num_kv_heads;
-    r.block_size = p.block_size;
-    r.num_blocks = p.num_blocks;
-    r.max_blocks_per_seq = p.max_blocks_per_seq;
+    // The library's rules (shapes, dtypes, then index values), then the files' bytes
+    // copied into the case.
+    pagedattn::testing::Case c = pagedattn::testing::case_of(call);
+    c.scale = pagedattn::testing::float_value(1.0 / std::sqrt(static_cast<double>(c.head_size)));
+    return c;
   } catch (const pagedattn::Error& e) {
     const std::string file = file_of(e.what());
     throw InputError((file.empty() ? dir_text : path(file)) + ": " + e.what());
   }
-  return r;
 }
 
 }  // namespace cli

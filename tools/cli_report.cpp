@@ -21,8 +21,8 @@ Run setup(CLI::App& app) {
   pagedattn::report::ReportOptions& o = s->options;
   app.description(
       "Runs the precision audit grid, a small grid under every emulator check, the kernels'\n"
-      "limits and the performance model, reads the property campaign, mutation and GPU JSON\n"
-      "when present, and writes plots (PNG, SVG), index.html and summary.md into DIR.");
+      "limits and the performance model, reads the property campaign, mutation, GPU and check\n"
+      "JSON when present, and writes plots (PNG, SVG), index.html and summary.md into DIR.");
   app.add_option("--out", o.out_dir, "output folder (default out/report)")->option_text("DIR");
   auto* quick = app.add_flag("--quick", s->quick, "a small audit grid (about a minute)");
   auto* full =
@@ -36,6 +36,10 @@ Run setup(CLI::App& app) {
                  "where campaign.json and mutation.json are (default out/properties)")
       ->option_text("DIR");
   app.add_option("--gpu", o.gpu_dir, "where scripts/gpu_check.sh wrote its JSON (default out/gpu)")
+      ->option_text("DIR");
+  app.add_option("--checks", o.checks_dir,
+                 "where python -m pagedattn_torch.check wrote its --json files (default "
+                 "out/check)")
       ->option_text("DIR");
   app.add_option("--threads", o.threads, "emulator host threads, 1..256 (default 2)")
       ->option_text("N")

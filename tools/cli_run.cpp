@@ -129,6 +129,7 @@ struct Call {
   pagedattn::AttentionCall inputs;
   const Settings* s;
 };
+using pagedattn::testing::Case;
 
 pagedattn::AttentionCall with_outputs(const Call& c, pagedattn::Kernel k, const Output& out,
                                       const Output& es, const Output& ml, const Output& tmp) {
@@ -150,7 +151,7 @@ void call_kernel(const Call& c, pagedattn::Kernel k, const Output& out, const Ou
 
 // Why V1 failed, in the terms a user can act on: the shared memory it needs here, the
 // profile's ceiling, and the longest sequence that would fit.
-std::string v1_failure(const Replay& r, const std::string& profile, const std::string& what) {
+std::string v1_failure(const Case& r, const std::string& profile, const std::string& what) {
   const emu::Profile p = emu::load_profile(profile);
   pagedattn::Workload w;
   w.num_seqs = r.num_seqs;
@@ -172,7 +173,7 @@ std::string v1_failure(const Replay& r, const std::string& profile, const std::s
 }
 
 int run(const Settings& s) {
-  Replay r = load_replay(s.dir, s.bf16, s.kv_cache_dtype);
+  Case r = load_replay(s.dir, s.bf16, s.kv_cache_dtype);
   const bool want_v1 = s.kernel != "v2", want_v2 = s.kernel != "v1";
   const int partition_size = std::stoi(s.partition_size);
   if (partition_size % r.block_size != 0) {
@@ -193,31 +194,22 @@ int run(const Settings& s) {
                      std::to_string(need) + " (or --kernel v1)");
   }
 
+  // The flags' values as given (doubles, as vLLM passes them): `run` judges nothing, so
+  // the kernels see exactly what the user wrote.
+  r.scale =
+      !s.scale.empty() ? std::stod(s.scale) : 1.0 / std::sqrt(static_cast<double>(r.head_size));
+  r.k_scale = std::stod(s.k_scale);
+  r.v_scale = std::stod(s.v_scale);
   Call c;
   c.s = &s;
-  pagedattn::AttentionCall& in = c.inputs;
-  in.scale =
-      !s.scale.empty() ? std::stod(s.scale) : 1.0 / std::sqrt(static_cast<double>(r.head_size));
-  in.k_scale = std::stod(s.k_scale);
-  in.v_scale = std::stod(s.v_scale);
-  in.kv_cache_dtype = s.kv_cache_dtype;
-  in.num_kv_heads = r.num_kv_heads;
-  in.block_size = r.block_size;
-  in.max_seq_len = r.max_seq_len;
-  in.query = view_of(r.query, r.scalar);
-  const pagedattn::DType cache_view = s.kv_cache_dtype == "auto" ? r.scalar : pagedattn::DType::u8;
-  in.key_cache = view_of(r.key_cache, cache_view);
-  in.value_cache = view_of(r.value_cache, cache_view);
-  in.block_tables = view_of(r.block_tables, pagedattn::DType::i32);
-  in.seq_lens = view_of(r.seq_lens, pagedattn::DType::i32);
-  if (r.has_alibi) in.alibi_slopes = view_of(r.alibi_slopes, pagedattn::DType::f32);
+  c.inputs = r.call();
 
   pagedattn::Options opts;
   opts.partition_size = partition_size;
   const std::int64_t S = r.num_seqs, H = r.num_heads, D = r.head_size;
   const std::int64_t P = pagedattn::max_num_partitions(r.max_seq_len, partition_size);
-  Output out_v1 = make_output("out_v1", r.out_descr, r.scalar, {S, H, D});
-  Output out_v2 = make_output("out_v2", r.out_descr, r.scalar, {S, H, D});
+  Output out_v1 = make_output("out_v1", npy_descr(r.scalar), r.scalar, {S, H, D});
+  Output out_v2 = make_output("out_v2", npy_descr(r.scalar), r.scalar, {S, H, D});
   Output exp_sums = make_output("exp_sums", "<f4", pagedattn::DType::f32, {S, H, P});
   Output max_logits = make_output("max_logits", "<f4", pagedattn::DType::f32, {S, H, P});
   // Numerics::exact_fp32 (the library's default) keeps partial outputs in fp32.
@@ -233,8 +225,7 @@ int run(const Settings& s) {
       const Output& o = k == pagedattn::Kernel::v1 ? out_v1 : out_v2;
       const auto p = pagedattn::validate_attention(
           k, with_outputs(c, k, o, exp_sums, max_logits, tmp_out), opts);
-      pagedattn::validate_indices(p, r.block_tables.as<std::int32_t>(),
-                                  r.seq_lens.as<std::int32_t>());
+      pagedattn::validate_indices(p, r.block_tables.data(), r.seq_lens.data());
     }
   } catch (const pagedattn::Error& e) {
     throw InputError(s.dir + ": " + e.what());
@@ -279,16 +270,7 @@ int run(const Settings& s) {
 
   // Findings: a poisoned live input or a non-finite output is named, never passed over.
   std::vector<std::string> findings;
-  pagedattn::audit::LiveInputs live;
-  live.num_seqs = S, live.num_heads = H, live.num_kv_heads = r.num_kv_heads, live.head_size = D;
-  live.block_size = r.block_size, live.max_blocks_per_seq = r.max_blocks_per_seq;
-  live.scalar = r.scalar, live.cache = r.cache, live.scale = c.inputs.scale;
-  live.query = r.query.data.data(), live.key_cache = r.key_cache.data.data();
-  live.value_cache = r.value_cache.data.data();
-  live.block_tables = r.block_tables.as<std::int32_t>();
-  live.seq_lens = r.seq_lens.as<std::int32_t>();
-  live.alibi_slopes = r.has_alibi ? r.alibi_slopes.as<float>() : nullptr;
-  const std::string input = pagedattn::audit::first_nonfinite_input(live);
+  const std::string input = pagedattn::audit::first_nonfinite_input(r);
   if (!input.empty()) findings.push_back("non-finite live input " + input);
   for (const Output* o : {&out_v1, &out_v2}) {
     if (!(o == &out_v1 ? v1_ok : v2_ok)) continue;

@@ -134,10 +134,10 @@ int execute(const Config& c, const std::string& command, std::ostream& out, std:
     if (c.replay_dir.empty()) {
       cases = run_grid(c);
     } else {
-      Inputs in = load_replay(c.replay_dir, c.bf16, c.kv_cache_dtypes.front());
-      if (c.has_scale) in.scale = static_cast<float>(c.scale);
-      in.k_scale = static_cast<float>(c.k_scale);
-      in.v_scale = static_cast<float>(c.v_scale);
+      testing::Case in = load_replay(c.replay_dir, c.bf16, c.kv_cache_dtypes.front());
+      if (c.has_scale) in.scale = testing::float_value(c.scale);
+      in.k_scale = testing::float_value(c.k_scale);
+      in.v_scale = testing::float_value(c.v_scale);
       cases = run_inputs(c, in);
     }
     if (!c.quiet) print_table(out, cases);

@@ -10,51 +10,14 @@
 namespace pagedattn::audit {
 namespace {
 
-struct FormatFacts {
-  int precision;  // significand bits, hidden bit included
-  int emin;       // exponent of the smallest normal
-  int emax;       // exponent of the largest binade
-};
-
-FormatFacts facts(DType t) {
-  switch (t) {
-    case DType::f32:
-      return {24, -126, 127};
-    case DType::f16:
-      return {11, -14, 15};
-    case DType::bf16:
-      return {8, -126, 127};
-    default:
-      throw std::invalid_argument("audit: output dtype must be f32, f16 or bf16");
-  }
+// The output formats; traits() names the dtype of anything else.
+const testing::FormatTraits& output_format(DType t) {
+  if (!is_scalar_dtype(t))
+    throw std::invalid_argument("audit: output dtype must be f32, f16 or bf16");
+  return testing::traits(t);
 }
 
 }  // namespace
-
-double ulp_of(DType dtype, double r) {
-  const FormatFacts f = facts(dtype);
-  const double a = std::fabs(r);
-  int e = f.emin;
-  if (a >= std::ldexp(1.0, f.emin) && std::isfinite(a)) e = std::ilogb(a);
-  if (!std::isfinite(a)) e = f.emax;  // an overflowed rounding: the largest binade's ulp
-  return std::ldexp(1.0, e - f.precision + 1);
-}
-
-double decode_output(DType dtype, std::uint32_t bits) {
-  switch (dtype) {
-    case DType::f32: {
-      float f;
-      std::memcpy(&f, &bits, 4);
-      return f;
-    }
-    case DType::f16:
-      return f16_bits_to_float(static_cast<std::uint16_t>(bits));
-    case DType::bf16:
-      return bf16_bits_to_float(static_cast<std::uint16_t>(bits));
-    default:
-      throw std::invalid_argument("audit: output dtype must be f32, f16 or bf16");
-  }
-}
 
 Metrics compute_metrics(DType dtype, const void* out, const std::vector<double>& exact,
                         const std::vector<std::uint32_t>& rounded,
@@ -62,15 +25,13 @@ Metrics compute_metrics(DType dtype, const void* out, const std::vector<double>&
   if (exact.size() != rounded.size() || (bounds && bounds->size() != exact.size()))
     throw std::invalid_argument("audit: size mismatch");
   const double inf = std::numeric_limits<double>::infinity();
-  const std::size_t esz = dtype_size(dtype);
+  output_format(dtype);  // an output dtype, or the error naming what it must be
   Metrics m;
   if (bounds) m.bound = m.err_over_bound = 0.0;
   double sum = 0;
-  const double min_normal = std::ldexp(1.0, facts(dtype).emin);
+  const double min_normal = std::ldexp(1.0, output_format(dtype).min_exponent);
   for (std::size_t i = 0; i < exact.size(); ++i) {
-    std::uint32_t bits = 0;
-    std::memcpy(&bits, static_cast<const unsigned char*>(out) + i * esz, esz);
-    const double k = decode_output(dtype, bits);
+    const double k = testing::decode(dtype, out, i);
     const double x = exact[i];
     if (std::isnan(x)) {  // a NaN input was read: no real answer to compare with
       ++m.exact_nan;
@@ -95,7 +56,7 @@ Metrics compute_metrics(DType dtype, const void* out, const std::vector<double>&
     if (bounds && err > 0) m.err_over_bound = std::max(*m.err_over_bound, b > 0 ? err / b : inf);
     sum += err;
     m.max_abs_err = std::max(m.max_abs_err, err);
-    const double ulp = ulp_of(dtype, decode_output(dtype, rounded[i]));
+    const double ulp = ulp_of(dtype, testing::decode(dtype, &rounded[i], 0));
     m.max_ulp_err = std::max(m.max_ulp_err, err / ulp);
     // Relative error only where the output format is normal: below that even the correctly
     // rounded value may be off by 100% (a tiny exact value rounds to 0).

@@ -18,7 +18,7 @@ namespace pagedattn::audit::native {
 std::string require_device();
 
 struct DeviceInputs;  // query, caches, block tables, seq_lens, ALiBi slopes on the device
-std::shared_ptr<DeviceInputs> upload(const Inputs& in);
+std::shared_ptr<DeviceInputs> upload(const testing::Case& in);
 
 // Runs `kernel` ("v1" or "v2", `num_partitions` V2's third state dimension) on the device
 // and copies the output into `out` (resized). Returns the kernel time in seconds

@@ -51,7 +51,7 @@ TensorView view(const DeviceBuffer& b, DType t, std::initializer_list<std::int64
 }  // namespace
 
 struct DeviceInputs {
-  const Inputs* in = nullptr;
+  const testing::Case* in = nullptr;
   std::unique_ptr<DeviceBuffer> q, kc, vc, bt, sl, al;
 };
 
@@ -73,7 +73,7 @@ std::string require_device() {
   return prop.name;
 }
 
-std::shared_ptr<DeviceInputs> upload(const Inputs& in) {
+std::shared_ptr<DeviceInputs> upload(const testing::Case& in) {
   auto d = std::make_shared<DeviceInputs>();
   d->in = &in;
   d->q = upload_vec(in.query);
@@ -87,39 +87,37 @@ std::shared_ptr<DeviceInputs> upload(const Inputs& in) {
 
 double run(const DeviceInputs& d, const std::string& kernel, const Options& opt,
            std::int64_t num_partitions, std::vector<std::uint8_t>& out) {
-  const Inputs& in = *d.in;
-  const std::int64_t S = in.num_seqs, H = in.num_heads, D = in.head_size, B = in.block_size,
-                     KVH = in.num_kv_heads, NB = in.num_blocks, NP = num_partitions;
-  const DType ce = in.cache_elem();
-  const std::int64_t x = 16 / static_cast<std::int64_t>(dtype_size(ce));
-  const TensorView q = view(*d.q, in.dtype, {S, H, D});
-  const TensorView kc = view(*d.kc, ce, {NB, KVH, D / x, B, x});
-  const TensorView vc = view(*d.vc, ce, {NB, KVH, D, B});
-  const TensorView bt = view(*d.bt, DType::i32, {S, in.max_blocks_per_seq});
-  const TensorView sl = view(*d.sl, DType::i32, {S});
-  const TensorView al = in.alibi_slopes.empty() ? TensorView{} : view(*d.al, DType::f32, {H});
+  const testing::Case& in = *d.in;
+  const std::int64_t S = in.num_seqs, H = in.num_heads, D = in.head_size, NP = num_partitions;
+  // The case's own views with the device copies' pointers.
+  AttentionCall call = in.call();
+  call.query.data = d.q->ptr;
+  call.key_cache.data = d.kc->ptr;
+  call.value_cache.data = d.vc->ptr;
+  call.block_tables.data = d.bt->ptr;
+  call.seq_lens.data = d.sl->ptr;
+  if (in.has_alibi()) call.alibi_slopes.data = d.al->ptr;
 
-  const std::size_t out_bytes = static_cast<std::size_t>(S * H * D) * dtype_size(in.dtype);
+  const std::size_t out_bytes = static_cast<std::size_t>(S * H * D) * dtype_size(in.scalar);
   DeviceBuffer o(out_bytes);
+  call.out = view(o, in.scalar, {S, H, D});
   const Backend be = Backend::cuda();
   Event start, stop;
   float ms = 0;
   if (kernel == "v1") {
     check(cudaEventRecord(start.e), "cudaEventRecord");
-    paged_attention_v1(view(o, in.dtype, {S, H, D}), q, kc, vc, KVH, in.scale, bt, sl, B,
-                       in.max_seq_len, al, in.kv_cache_dtype(), in.k_scale, in.v_scale, 0, 0, 0, 64,
-                       0, be, opt);
+    paged_attention(Kernel::v1, call, be, opt);
     check(cudaEventRecord(stop.e), "cudaEventRecord");
   } else {
-    const DType td = effective_choices(opt).partials_in_output_dtype ? in.dtype : DType::f32;
+    const DType td = effective_choices(opt).partials_in_output_dtype ? in.scalar : DType::f32;
     DeviceBuffer es(static_cast<std::size_t>(S * H * NP) * 4);
     DeviceBuffer ml(static_cast<std::size_t>(S * H * NP) * 4);
     DeviceBuffer tmp(static_cast<std::size_t>(S * H * NP * D) * dtype_size(td));
+    call.exp_sums = view(es, DType::f32, {S, H, NP});
+    call.max_logits = view(ml, DType::f32, {S, H, NP});
+    call.tmp_out = view(tmp, td, {S, H, NP, D});
     check(cudaEventRecord(start.e), "cudaEventRecord");
-    paged_attention_v2(view(o, in.dtype, {S, H, D}), view(es, DType::f32, {S, H, NP}),
-                       view(ml, DType::f32, {S, H, NP}), view(tmp, td, {S, H, NP, D}), q, kc, vc,
-                       KVH, in.scale, bt, sl, B, in.max_seq_len, al, in.kv_cache_dtype(),
-                       in.k_scale, in.v_scale, be, opt);
+    paged_attention(Kernel::v2, call, be, opt);
     check(cudaEventRecord(stop.e), "cudaEventRecord");
   }
   // The kernels' own errors surface here (an asynchronous fault, not a refused launch).

@@ -15,55 +15,13 @@
 #include "pagedattn/api.h"
 #include "pagedattn/resources.h"
 #include "pagedattn_ref/reference.h"
-#include "case_bound.h"
+#include "pagedattn_testing/judge.h"
 #if PAGEDATTN_AUDIT_CUDA
 #include "native.h"
 #endif
 
 namespace pagedattn::audit {
 namespace {
-
-ref::DType to_ref(DType t) {
-  switch (t) {
-    case DType::f32:
-      return ref::DType::f32;
-    case DType::f16:
-      return ref::DType::f16;
-    case DType::bf16:
-      return ref::DType::bf16;
-    case DType::fp8_e4m3:
-      return ref::DType::fp8_e4m3;
-    case DType::fp8_e5m2:
-      return ref::DType::fp8_e5m2;
-    default:
-      throw std::invalid_argument("audit: no reference dtype for this dtype");
-  }
-}
-
-ref::Problem to_problem(const Inputs& in) {
-  ref::Problem p;
-  p.num_seqs = in.num_seqs;
-  p.num_heads = in.num_heads;
-  p.num_kv_heads = in.num_kv_heads;
-  p.head_size = in.head_size;
-  p.block_size = in.block_size;
-  p.num_blocks = static_cast<int>(in.num_blocks);
-  p.max_blocks_per_seq = in.max_blocks_per_seq;
-  p.scalar_dtype = to_ref(in.dtype);
-  p.cache_dtype = in.cache == CacheFormat::fp8_e4m3   ? ref::DType::fp8_e4m3
-                  : in.cache == CacheFormat::fp8_e5m2 ? ref::DType::fp8_e5m2
-                                                      : to_ref(in.dtype);
-  p.query = in.query.data();
-  p.key_cache = in.key_cache.data();
-  p.value_cache = in.value_cache.data();
-  p.block_tables = in.block_tables.data();
-  p.seq_lens = in.seq_lens.data();
-  p.alibi_slopes = in.alibi_slopes.empty() ? nullptr : in.alibi_slopes.data();
-  p.scale = in.scale;
-  p.k_scale = in.k_scale;
-  p.v_scale = in.v_scale;
-  return p;
-}
 
 // Restores the exact exp model however a kernel call ends.
 struct ExpModelScope {
@@ -95,10 +53,6 @@ struct Buffer {
   }
 };
 
-TensorView view(const void* data, DType t, std::initializer_list<std::int64_t> shape) {
-  return TensorView::contiguous(const_cast<void*>(data), t, shape);
-}
-
 #if PAGEDATTN_AUDIT_CUDA
 // max |a - b| over two outputs of the same shape (raw elements of `dtype`); NaN in one
 // and not the other is an infinite difference, NaN in both none.
@@ -107,10 +61,7 @@ double max_abs_diff(DType dtype, const std::vector<std::uint8_t>& a,
   const std::size_t es = dtype_size(dtype), n = std::min(a.size(), b.size()) / es;
   double m = 0;
   for (std::size_t i = 0; i < n; ++i) {
-    std::uint32_t ba = 0, bb = 0;
-    std::memcpy(&ba, a.data() + i * es, es);
-    std::memcpy(&bb, b.data() + i * es, es);
-    const double va = decode_output(dtype, ba), vb = decode_output(dtype, bb);
+    const double va = testing::decode(dtype, a.data(), i), vb = testing::decode(dtype, b.data(), i);
     if (std::isnan(va) || std::isnan(vb)) {
       if (std::isnan(va) != std::isnan(vb)) return INFINITY;
       continue;
@@ -123,16 +74,16 @@ double max_abs_diff(DType dtype, const std::vector<std::uint8_t>& a,
 #endif
 
 // What a case ran on: the inputs' shape and kind, the kernel and where it ran.
-CaseResult describe_case(const Inputs& in, const std::string& kernel, const std::string& profile,
-                         const std::string& backend, int partition_size,
+CaseResult describe_case(const testing::Case& in, const Origin& origin, const std::string& kernel,
+                         const std::string& profile, const std::string& backend, int partition_size,
                          const std::string& numerics) {
   CaseResult r;
   r.kernel = kernel;
   r.profile = profile;
   r.backend = backend;
-  r.dtype = in.dtype == DType::f32 ? "f32" : in.dtype == DType::bf16 ? "bf16" : "f16";
-  r.kv_cache_dtype = in.kv_cache_dtype();
-  r.distribution = in.distribution;
+  r.dtype = testing::traits(in.scalar).short_name;
+  r.kv_cache_dtype = testing::kv_cache_dtype(in.cache);
+  r.distribution = origin.distribution;
   r.numerics = numerics;
   r.num_seqs = in.num_seqs;
   r.num_heads = in.num_heads;
@@ -141,8 +92,8 @@ CaseResult describe_case(const Inputs& in, const std::string& kernel, const std:
   r.block_size = in.block_size;
   r.seq_len = in.max_seq_len;
   r.partition_size = partition_size;
-  r.alibi = !in.alibi_slopes.empty();
-  r.seed = in.seed;
+  r.alibi = in.has_alibi();
+  r.seed = origin.seed;
   return r;
 }
 
@@ -166,7 +117,7 @@ std::vector<NumericsVariant> numerics_variants(const std::string& selection) {
   throw UsageError("--numerics: unknown '" + selection + "' (ours, vllm, both, ablation)");
 }
 
-std::vector<CaseResult> run_inputs(const Config& c, const Inputs& in,
+std::vector<CaseResult> run_inputs(const Config& c, const testing::Case& in, const Origin& origin,
                                    const std::function<void(const CaseResult&)>& progress) {
   emu::set_host_threads(c.threads);
   const bool on_emulator = c.backend != "cuda";
@@ -184,27 +135,16 @@ std::vector<CaseResult> run_inputs(const Config& c, const Inputs& in,
   const auto t_ref = std::chrono::steady_clock::now();
   double ref_time = 0;
   auto reference = std::async(std::launch::async, [&] {
-    ref::Options o;
-    o.out_dtype = to_ref(in.dtype);
-    ref::Output r = ref::reference_attention(to_problem(in), o);
+    ref::Output r = testing::exact(in);
     ref_time = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_ref).count();
     return r;
   });
 
   // The exact magnitudes the bound takes (kernel_error_bound), also beside the kernels.
-  auto bound_magnitudes = std::async(std::launch::async, [&] { return bound_inputs(in); });
+  auto bound_magnitudes = std::async(std::launch::async, [&] { return testing::magnitudes(in); });
 
-  const std::int64_t S = in.num_seqs, H = in.num_heads, D = in.head_size, B = in.block_size,
-                     KVH = in.num_kv_heads, NB = in.num_blocks;
-  const DType ce = in.cache_elem();
-  const std::int64_t x = 16 / static_cast<std::int64_t>(dtype_size(ce));
-  const TensorView q = view(in.query.data(), in.dtype, {S, H, D});
-  const TensorView kc = view(in.key_cache.data(), ce, {NB, KVH, D / x, B, x});
-  const TensorView vc = view(in.value_cache.data(), ce, {NB, KVH, D, B});
-  const TensorView bt = view(in.block_tables.data(), DType::i32, {S, in.max_blocks_per_seq});
-  const TensorView sl = view(in.seq_lens.data(), DType::i32, {S});
-  const TensorView al =
-      in.alibi_slopes.empty() ? TensorView{} : view(in.alibi_slopes.data(), DType::f32, {H});
+  const std::int64_t S = in.num_seqs, H = in.num_heads, D = in.head_size;
+  const AttentionCall inputs = in.call();
 
   std::vector<std::string> kernels;
   if (c.kernel != "v2") kernels.push_back("v1");
@@ -213,7 +153,7 @@ std::vector<CaseResult> run_inputs(const Config& c, const Inputs& in,
 
   std::vector<CaseResult> results;
   std::vector<std::vector<std::uint8_t>> outputs;  // each launched case's out, for metrics
-  std::vector<BoundCase> bound_cases;              // what each case's bound needs
+  std::vector<testing::BoundSetup> bound_cases;    // what each case's bound needs
   for (const std::string& profile : on_emulator ? c.profiles : std::vector<std::string>{}) {
     const emu::Profile prof = emu::load_profile(profile);
     for (const std::string& kernel : kernels) {
@@ -221,7 +161,7 @@ std::vector<CaseResult> run_inputs(const Config& c, const Inputs& in,
       for (int P : parts) {
         for (const NumericsVariant& num : numerics) {
           for (int k : c.exp_ulps) {
-            CaseResult r = describe_case(in, kernel, prof.name, c.backend, P, num.name);
+            CaseResult r = describe_case(in, origin, kernel, prof.name, c.backend, P, num.name);
             emu::math::ExpModel em;
             if (k > 0) {
               em.mode = c.exp_mode == "up"     ? emu::math::ExpModel::Mode::up
@@ -242,21 +182,23 @@ std::vector<CaseResult> run_inputs(const Config& c, const Inputs& in,
             if (P) opt.partition_size = P;
             const std::int64_t NP =
                 P ? std::max<std::int64_t>(1, max_num_partitions(in.max_seq_len, P)) : 1;
-            Buffer out(in.dtype, {S, H, D});
+            Buffer out(in.scalar, {S, H, D});
             const auto t0 = std::chrono::steady_clock::now();
             try {
               ExpModelScope scope(em);
               const Backend be = Backend::emulator(profile);
+              AttentionCall call = inputs;
+              call.out = out.view;
               if (kernel == "v1") {
-                paged_attention_v1(out.view, q, kc, vc, KVH, in.scale, bt, sl, B, in.max_seq_len,
-                                   al, in.kv_cache_dtype(), in.k_scale, in.v_scale, be, opt);
+                paged_attention(Kernel::v1, call, be, opt);
               } else {
                 Buffer es(DType::f32, {S, H, NP}), ml(DType::f32, {S, H, NP});
-                Buffer tmp(effective_choices(opt).partials_in_output_dtype ? in.dtype : DType::f32,
+                Buffer tmp(effective_choices(opt).partials_in_output_dtype ? in.scalar : DType::f32,
                            {S, H, NP, D});
-                paged_attention_v2(out.view, es.view, ml.view, tmp.view, q, kc, vc, KVH, in.scale,
-                                   bt, sl, B, in.max_seq_len, al, in.kv_cache_dtype(), in.k_scale,
-                                   in.v_scale, be, opt);
+                call.exp_sums = es.view;
+                call.max_logits = ml.view;
+                call.tmp_out = tmp.view;
+                paged_attention(Kernel::v2, call, be, opt);
               }
               r.status = "ok";
               r.launched = true;
@@ -288,7 +230,7 @@ std::vector<CaseResult> run_inputs(const Config& c, const Inputs& in,
     const std::vector<int> parts = kernel == "v1" ? std::vector<int>{0} : c.partition_sizes;
     for (int P : parts) {
       for (const NumericsVariant& num : numerics) {
-        CaseResult r = describe_case(in, kernel, device_name, "cuda", P, num.name);
+        CaseResult r = describe_case(in, origin, kernel, device_name, "cuda", P, num.name);
         r.exp_mode = "device";
         Options opt;
         opt.numerics = num.numerics;
@@ -314,7 +256,7 @@ std::vector<CaseResult> run_inputs(const Config& c, const Inputs& in,
             if (e.kernel != r.kernel || e.partition_size != P || e.numerics != r.numerics ||
                 !e.launched)
               continue;
-            r.gpu_vs_emulator_max_abs_diff = max_abs_diff(in.dtype, out, outputs[i]);
+            r.gpu_vs_emulator_max_abs_diff = max_abs_diff(in.scalar, out, outputs[i]);
             break;
           }
         }
@@ -327,19 +269,8 @@ std::vector<CaseResult> run_inputs(const Config& c, const Inputs& in,
   }
 #endif
 
-  const BoundInputs magnitudes = bound_magnitudes.get();
-  LiveInputs live;
-  live.num_seqs = S, live.num_heads = H, live.num_kv_heads = KVH, live.head_size = D;
-  live.block_size = B, live.max_blocks_per_seq = in.max_blocks_per_seq;
-  live.scalar = in.dtype;
-  live.cache = in.cache == CacheFormat::same       ? in.dtype
-               : in.cache == CacheFormat::fp8_e4m3 ? DType::fp8_e4m3
-                                                   : DType::fp8_e5m2;
-  live.query = in.query.data(), live.key_cache = in.key_cache.data();
-  live.value_cache = in.value_cache.data(), live.block_tables = in.block_tables.data();
-  live.seq_lens = in.seq_lens.data(), live.scale = in.scale;
-  live.alibi_slopes = in.alibi_slopes.empty() ? nullptr : in.alibi_slopes.data();
-  const std::string input_finding = first_nonfinite_input(live);
+  const testing::Magnitudes magnitudes = bound_magnitudes.get();
+  const std::string input_finding = first_nonfinite_input(in);
   const ref::Output exact = reference.get();
   for (std::size_t i = 0; i < results.size(); ++i) {
     CaseResult& r = results[i];
@@ -347,9 +278,9 @@ std::vector<CaseResult> run_inputs(const Config& c, const Inputs& in,
     if (!input_finding.empty()) r.findings.push_back("non-finite live input " + input_finding);
     if (r.launched) {
       const std::vector<double> bounds =
-          element_bounds(in, magnitudes, bound_cases[i], exact.value, exact.value_err);
-      r.metrics = compute_metrics(in.dtype, outputs[i].data(), exact.value, exact.bits, &bounds);
-      const std::string f = first_nonfinite_output("out", in.dtype, outputs[i].data(), S, H, D);
+          testing::element_bounds(in, magnitudes, bound_cases[i], exact.value, exact.value_err);
+      r.metrics = compute_metrics(in.scalar, outputs[i].data(), exact.value, exact.bits, &bounds);
+      const std::string f = first_nonfinite_output("out", in.scalar, outputs[i].data(), S, H, D);
       if (!f.empty()) r.findings.push_back("non-finite output " + f);
     }
     if (progress) progress(r);
@@ -380,17 +311,18 @@ std::vector<CaseResult> run_grid(const Config& c,
                         sh.num_kv_heads = nkv;
                         sh.head_size = hs;
                         sh.block_size = bs;
-                        sh.dtype = dt == "f32"    ? DType::f32
-                                   : dt == "bf16" ? DType::bf16
-                                                  : DType::f16;
+                        if (!testing::parse_short_name(dt, &sh.dtype) ||
+                            !is_scalar_dtype(sh.dtype)) {
+                          throw UsageError("--dtype: unknown '" + dt + "'");
+                        }
                         if (!parse_kv_cache_dtype(kv, &sh.cache)) {
                           throw UsageError("--kv-cache-dtype: unknown '" + kv + "'");
                         }
                         sh.seq_len = len;
                         sh.alibi = al == "on";
-                        Inputs in = generate_inputs(sh, dist, seed, c.threads);
-                        if (c.has_scale) in.scale = static_cast<float>(c.scale);
-                        for (CaseResult& r : run_inputs(c, in, progress)) {
+                        testing::Case in = generate_inputs(sh, dist, seed, c.threads);
+                        if (c.has_scale) in.scale = testing::float_value(c.scale);
+                        for (CaseResult& r : run_inputs(c, in, {dist, seed}, progress)) {
                           all.push_back(std::move(r));
                         }
                       }

@@ -13,7 +13,7 @@
 namespace pagedattn::audit {
 namespace {
 
-Inputs small_inputs(CacheFormat cache = CacheFormat::same, int block_size = 16) {
+testing::Case small_inputs(CacheFormat cache = CacheFormat::same, int block_size = 16) {
   CaseShape s;
   s.num_seqs = 2;
   s.num_heads = 4;
@@ -31,7 +31,7 @@ struct Ran {
   std::string out, err;
 };
 
-Ran audit(const std::vector<std::string>& argv, const Inputs& in) {
+Ran audit(const std::vector<std::string>& argv, const testing::Case& in) {
   std::ostringstream out, err;
   const int code =
       run_command(argv, out, err, [&](const std::string&, bool, const std::string&) { return in; });
@@ -49,9 +49,9 @@ std::vector<std::string> with(std::vector<std::string> extra) {
 // A NaN query element: the finding names it, the table shows it, and only --fail-on
 // nonfinite turns it into exit code 4.
 TEST(Command, FailOnNonfiniteNamesTheFirstInput) {
-  Inputs in = small_inputs();
+  testing::Case in = small_inputs();
   const std::uint16_t nan16 = 0x7e00;  // f16 quiet NaN
-  std::memcpy(in.query.data() + 2 * ((1 * 4 + 2) * 64 + 9), &nan16, 2);
+  std::memcpy(in.query.data() + 2 * in.q_index(1, 2, 9), &nan16, 2);
   Ran r = audit(with({}), in);
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("finding: non-finite live input query[1][2][9] = nan"), std::string::npos)
@@ -66,7 +66,7 @@ TEST(Command, FailOnNonfiniteNamesTheFirstInput) {
 // A case the library rejects has status "error" (a replay's block size is only known
 // once loaded: partition size 80 is no multiple of 32): exit 3 under --fail-on error only.
 TEST(Command, FailOnErrorExitsThree) {
-  const Inputs in = small_inputs(CacheFormat::same, 32);
+  const testing::Case in = small_inputs(CacheFormat::same, 32);
   const std::vector<std::string> v2 = {"--replay",   "mem",  "--kernel",         "v2",
                                        "--numerics", "ours", "--partition-size", "80"};
   Ran r = audit(v2, in);
@@ -90,7 +90,7 @@ TEST(Command, FailOnOverBoundPassesRowsWithinTheirBound) {
 // beyond f16's 65504, so they turn inf (a finding, exit 4); with the default 1 they do not. A flag
 // that was parsed but not passed on would give 0 both times.
 TEST(Command, ReplayScalesReachTheKernels) {
-  const Inputs in = small_inputs(CacheFormat::fp8_e4m3);
+  const testing::Case in = small_inputs(CacheFormat::fp8_e4m3);
   EXPECT_EQ(audit(with({"--kv-cache-dtype", "fp8", "--fail-on", "nonfinite"}), in).code, 0);
   const Ran r = audit(with({"--kv-cache-dtype", "fp8", "--k-scale", "0.5", "--v-scale", "1e9",
                             "--fail-on", "nonfinite"}),
@@ -100,7 +100,7 @@ TEST(Command, ReplayScalesReachTheKernels) {
 }
 
 TEST(Command, UsageErrorsBeforeAnythingRuns) {
-  const Inputs in = small_inputs();
+  const testing::Case in = small_inputs();
   for (const auto& [argv, want] : std::vector<std::pair<std::vector<std::string>, std::string>>{
            {{"--fail-on", "warnings"}, "{error, nonfinite, over-bound}"},
            {{"--k-scale", "2"}, "--replay"},

@@ -5,34 +5,41 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "derived_bound.h"
 #include "pagedattn_audit/config.h"
 #include "pagedattn_audit/inputs.h"
 #include "pagedattn_audit/report.h"
 #include "pagedattn_audit/runner.h"
+#include "pagedattn_testing/judge.h"
 
 namespace pagedattn::audit {
 namespace {
 
-// The tolerance of "ours" rows is derived, not chosen: derived_bound.h's bound of the
-// kernels' arithmetic on the case's own inputs (regenerated from the row's shape, seed and
-// distribution), at the largest |v| read (the bound grows with |exact|, and every exact
-// output lies within max|v|), against the row's max_abs_err. A reduce that drops or
-// misweighs partitions, or an output of zeros, misses it by orders of magnitude.
-double derived_tolerance(const CaseResult& r) {
+// The tolerance of "ours" rows is the proven bound, recomputed here from the case's own
+// inputs (regenerated from the row's shape, seed and distribution) for the row's kernel,
+// profile, partition size and exp model: the largest element bound, against the row's
+// max_abs_err, and equal to the bound the row reports (so the row's metrics are those of
+// its own inputs and launch). A reduce that drops or misweighs partitions, or an output
+// of zeros, misses it by orders of magnitude.
+double proven_tolerance(const CaseResult& r) {
   CaseShape sh;
   sh.num_seqs = r.num_seqs;
   sh.num_heads = r.num_heads;
   sh.num_kv_heads = r.num_kv_heads;
   sh.head_size = r.head_size;
   sh.block_size = r.block_size;
-  sh.dtype = r.dtype == "f32" ? DType::f32 : r.dtype == "f16" ? DType::f16 : DType::bf16;
+  EXPECT_TRUE(testing::parse_short_name(r.dtype, &sh.dtype)) << r.dtype;
   parse_kv_cache_dtype(r.kv_cache_dtype, &sh.cache);
   sh.seq_len = static_cast<int>(r.seq_len);
   sh.alibi = r.alibi;
-  const Inputs in = generate_inputs(sh, r.distribution, r.seed, 2);
-  const derived::CaseBound cb = derived::derived_bound(in, r.kernel == "v2" ? r.partition_size : 0);
-  return derived::element_bound(cb, sh.dtype, cb.max_v);
+  const testing::Judge judge(generate_inputs(sh, r.distribution, r.seed, 2));
+  testing::BoundSetup setup;
+  setup.warp_size = testing::profile_warp_size(r.profile);
+  setup.partition_size = r.kernel == "v2" ? r.partition_size : 0;
+  setup.exp = bound::ExpAccuracy::emulator(r.exp_max_ulp);
+  double most = 0;
+  for (double b : judge.bounds(setup)) most = std::max(most, b);
+  EXPECT_EQ(r.bound(), most) << r.kernel << " " << r.profile << " " << r.distribution;
+  return most;
 }
 
 Config small_grid() {
@@ -49,7 +56,7 @@ Config small_grid() {
   return c;
 }
 
-TEST(EndToEnd, OursWithinTheDerivedBoundAndVllmRowsPresent) {
+TEST(EndToEnd, OursWithinTheProvenBoundAndVllmRowsPresent) {
   const std::vector<CaseResult> cases = run_grid(small_grid());
   // 2 profiles x 2 dtypes x 6 distributions x 2 kernels x 2 numerics.
   ASSERT_EQ(cases.size(), 96u);
@@ -68,7 +75,7 @@ TEST(EndToEnd, OursWithinTheDerivedBoundAndVllmRowsPresent) {
       ++vllm_rows;
       continue;  // vLLM's algorithm is measured, not held to our tolerance
     }
-    EXPECT_LE(r.metrics->max_abs_err, derived_tolerance(r)) << what;
+    EXPECT_LE(r.metrics->max_abs_err, proven_tolerance(r)) << what;
   }
   EXPECT_EQ(vllm_rows, 48);
 }
@@ -91,7 +98,7 @@ TEST(EndToEnd, V1RefusedOnBiV100ForSharedMemory) {
       EXPECT_FALSE(r.metrics.has_value());
     } else {
       EXPECT_TRUE(r.launched) << r.kernel << " " << r.profile << ": " << r.reason;
-      EXPECT_LE(r.metrics->max_abs_err, derived_tolerance(r)) << r.kernel << " " << r.profile;
+      EXPECT_LE(r.metrics->max_abs_err, proven_tolerance(r)) << r.kernel << " " << r.profile;
     }
   }
 }
@@ -110,7 +117,7 @@ TEST(EndToEnd, ExpModelRecordedAndStillWithinTolerance) {
       EXPECT_EQ(r.exp_max_ulp, 2);
       EXPECT_EQ(r.exp_seed, mode == "random" ? 5u : 0u);
       ASSERT_TRUE(r.metrics.has_value());
-      EXPECT_LE(r.metrics->max_abs_err, derived_tolerance(r))
+      EXPECT_LE(r.metrics->max_abs_err, proven_tolerance(r))
           << r.kernel << " " << r.profile << " " << mode;
     }
   }

@@ -22,24 +22,30 @@ CaseShape small(int seq_len = 300) {
   return s;
 }
 
-float q_at(const Inputs& in, int s, int h, int d) {
-  return element(in, in.query, in.dtype,
-                 (static_cast<std::int64_t>(s) * in.num_heads + h) * in.head_size + d);
+using testing::Case;
+using testing::Dim;
+using testing::KvHead;
+
+float q_at(const Case& in, int s, int h, int d) {
+  return static_cast<float>(in.q(s, h, d));
 }
-std::int64_t block_of(const Inputs& in, int s, int token) {
-  return in
-      .block_tables[static_cast<std::size_t>(s) * in.max_blocks_per_seq + token / in.block_size];
+std::int64_t block_of(const Case& in, int s, int token) {
+  return in.where(s, token).block.v;
 }
-float k_at(const Inputs& in, int s, int token, int g, int d) {
-  return element(in, in.key_cache, in.dtype,
-                 key_offset(in, block_of(in, s, token), g, d, token % in.block_size));
+float k_at(const Case& in, int s, int token, int g, int d) {
+  const testing::Physical p = in.where(s, token);
+  return static_cast<float>(in.key(p.block, KvHead{g}, p.slot, Dim{d}));
 }
-float v_at(const Inputs& in, int s, int token, int g, int d) {
-  return element(in, in.value_cache, in.dtype,
-                 value_offset(in, block_of(in, s, token), g, d, token % in.block_size));
+float v_at(const Case& in, int s, int token, int g, int d) {
+  const testing::Physical p = in.where(s, token);
+  return static_cast<float>(in.value(p.block, KvHead{g}, p.slot, Dim{d}));
+}
+// Element i of a cache buffer of `in`'s format.
+float element(const Case& in, const std::vector<std::uint8_t>& bytes, std::int64_t i) {
+  return static_cast<float>(testing::decode(in.cache_element(), bytes.data(), i));
 }
 // Logits of (s, h) in double (exact enough for these properties).
-std::vector<double> logits(const Inputs& in, int s, int h) {
+std::vector<double> logits(const Case& in, int s, int h) {
   const int g = h / (in.num_heads / in.num_kv_heads);
   std::vector<double> x(in.seq_lens[s]);
   for (int t = 0; t < in.seq_lens[s]; ++t) {
@@ -51,7 +57,7 @@ std::vector<double> logits(const Inputs& in, int s, int h) {
 }
 
 TEST(Inputs, BlockTablesArePermutationsOfPhysicalBlocks) {
-  const Inputs in = generate_inputs(small(), "vllm_uniform", 3, 2);
+  const Case in = generate_inputs(small(), "vllm_uniform", 3, 2);
   std::set<int> seen;
   int used = 0;
   for (int s = 0; s < in.num_seqs; ++s) {
@@ -67,7 +73,7 @@ TEST(Inputs, BlockTablesArePermutationsOfPhysicalBlocks) {
 
 TEST(Inputs, SameBytesForAnyThreadCount) {
   for (const std::string& d : distribution_names()) {
-    const Inputs a = generate_inputs(small(), d, 5, 1), b = generate_inputs(small(), d, 5, 3);
+    const Case a = generate_inputs(small(), d, 5, 1), b = generate_inputs(small(), d, 5, 3);
     EXPECT_EQ(a.key_cache, b.key_cache) << d;
     EXPECT_EQ(a.value_cache, b.value_cache) << d;
     EXPECT_EQ(a.query, b.query) << d;
@@ -75,11 +81,11 @@ TEST(Inputs, SameBytesForAnyThreadCount) {
 }
 
 TEST(Inputs, VllmUniformStaysInRange) {
-  const Inputs in = generate_inputs(small(), "vllm_uniform", 1, 2);
+  const Case in = generate_inputs(small(), "vllm_uniform", 1, 2);
   const float r = 1 / std::sqrt(64.0f) * (1 + 1.0f / 1024);  // + f16 rounding
   for (std::size_t i = 0; i < in.value_cache.size() / 2; ++i) {
-    ASSERT_LE(std::fabs(element(in, in.value_cache, DType::f16, i)), r);
-    ASSERT_LE(std::fabs(element(in, in.key_cache, DType::f16, i)), r);
+    ASSERT_LE(std::fabs(element(in, in.value_cache, i)), r);
+    ASSERT_LE(std::fabs(element(in, in.key_cache, i)), r);
   }
 }
 
@@ -87,7 +93,7 @@ TEST(Inputs, DominantTokenDominates) {
   for (DType t : {DType::f16, DType::bf16}) {
     CaseShape sh = small();
     sh.dtype = t;
-    const Inputs in = generate_inputs(sh, "dominant", 2, 2);
+    const Case in = generate_inputs(sh, "dominant", 2, 2);
     for (int s = 0; s < in.num_seqs; ++s) {
       for (int h = 0; h < in.num_heads; ++h) {
         const std::vector<double> x = logits(in, s, h);
@@ -104,7 +110,7 @@ TEST(Inputs, DominantTokenDominates) {
 
 TEST(Inputs, NanSitsOnlyPastSeqLen) {
   CaseShape sh = small(301);  // 301 = 18 blocks + 13 tokens: a partial last block
-  const Inputs in = generate_inputs(sh, "nan_tail", 4, 2);
+  const Case in = generate_inputs(sh, "nan_tail", 4, 2);
   std::vector<char> used_block(in.num_blocks, 0);
   std::int64_t nan_slots = 0;
   for (int s = 0; s < in.num_seqs; ++s) {
@@ -129,18 +135,19 @@ TEST(Inputs, NanSitsOnlyPastSeqLen) {
     if (used_block[b]) continue;
     ++spare;
     for (int i = 0; i < in.num_kv_heads * in.head_size; ++i) {
-      EXPECT_TRUE(std::isnan(element(in, in.value_cache, DType::f16,
-                                     b * in.num_kv_heads * in.head_size * in.block_size + i)));
+      const std::int64_t first =
+          in.layout().value(testing::Block{b}, KvHead{0}, testing::Slot{0}, Dim{0});
+      EXPECT_TRUE(std::isnan(element(in, in.value_cache, first + i)));
     }
   }
   EXPECT_EQ(spare, 1);
 }
 
 TEST(Inputs, Fp16MaxValuesAreFiniteAndNearMax) {
-  const Inputs in = generate_inputs(small(), "fp16_max", 6, 2);
+  const Case in = generate_inputs(small(), "fp16_max", 6, 2);
   float biggest = 0;
   for (std::size_t i = 0; i < in.value_cache.size() / 2; ++i) {
-    const float v = element(in, in.value_cache, DType::f16, i);
+    const float v = element(in, in.value_cache, i);
     ASSERT_TRUE(std::isfinite(v));
     ASSERT_GE(std::fabs(v), 60000.0f);
     ASSERT_LE(std::fabs(v), 65504.0f);
@@ -150,7 +157,7 @@ TEST(Inputs, Fp16MaxValuesAreFiniteAndNearMax) {
 }
 
 TEST(Inputs, NearTiesDifferOnlyInTheLastBits) {
-  const Inputs in = generate_inputs(small(), "near_ties", 8, 2);
+  const Case in = generate_inputs(small(), "near_ties", 8, 2);
   for (int h = 0; h < in.num_heads; ++h) {
     const std::vector<double> x = logits(in, 0, h);
     const auto [lo, hi] = std::minmax_element(x.begin(), x.end());
@@ -160,7 +167,7 @@ TEST(Inputs, NearTiesDifferOnlyInTheLastBits) {
 }
 
 TEST(Inputs, LargeLogitsBothSigns) {
-  const Inputs in = generate_inputs(small(), "large_logits", 9, 2);
+  const Case in = generate_inputs(small(), "large_logits", 9, 2);
   for (int h = 0; h < in.num_heads; ++h) {
     const std::vector<double> x = logits(in, 0, h);
     EXPECT_GT(*std::max_element(x.begin(), x.end()), 100.0);

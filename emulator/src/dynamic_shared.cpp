@@ -1,4 +1,5 @@
 // Dynamic shared memory, and the poisoning of static shared memory for initcheck.
+// memcheck's guards and bounds of both are in shared_memcheck.cpp.
 #include <dlfcn.h>
 #include <pthread.h>
 #include <link.h>
@@ -94,69 +95,12 @@ unsigned char* extern_shared_pool() {
   return __emu_extern_shared_pool;
 }
 
+const char* extern_shared_names() {
+  return __emu_extern_shared_names;
+}
+
 void poison_named_dynamic_shared(std::size_t bytes, unsigned char byte) {
   std::memset(extern_shared_pool(), byte, std::min<std::size_t>(bytes, EMU_DYNAMIC_SMEM_CAPACITY));
-}
-
-void arm_shared_guards(std::size_t bytes) {
-  ColdTls& c = g_cold;
-  const std::size_t page = page_size();
-  c.num_guards = 0;
-  // EMU_DYNAMIC_SHARED's pool: its end is flush against a guard page already.
-  if (c.dyn_region) {
-    c.guards[c.num_guards++] = {"EMU_DYNAMIC_SHARED", c.dyn_base, bytes, c.dyn_region,
-                                c.dyn_region_len};
-  }
-  // The extern __shared__ pool: the pages past the launch's size (rounded up to a page).
-  unsigned char* base = extern_shared_pool();
-  const std::size_t open = (bytes + page - 1) / page * page;
-  const std::size_t cap = EMU_DYNAMIC_SMEM_CAPACITY;
-  if (open < cap && reinterpret_cast<std::uintptr_t>(base) % page == 0) {
-    mprotect(base + open, cap - open, PROT_NONE);
-    c.guards[c.num_guards++] = {__emu_extern_shared_names, base, bytes, base + open, cap - open};
-  }
-}
-
-void disarm_shared_guards(LaunchRun& run) {
-  ColdTls& c = g_cold;
-  for (int i = 0; i < c.num_guards; ++i) {
-    const SharedGuard& g = c.guards[i];
-    if (g.base != c.dyn_base) mprotect(g.prot, g.prot_len, PROT_READ | PROT_WRITE);
-  }
-  c.num_guards = 0;
-  for (int i = 0; i < c.num_faults; ++i) {
-    const SharedFault& f = c.faults[i];
-    std::string line = std::string("kernel ") + run.kernel + " block " + fmt_dim(f.block) +
-                       " thread " + fmt_dim(f.thread) + ": invalid " +
-                       (f.write ? "write" : "read") + " of dynamic shared memory '" + f.name +
-                       "' at byte offset " + std::to_string(f.offset) + " (the launch gave " +
-                       std::to_string(f.size) + " bytes)";
-    run.report("memcheck", line);
-  }
-  c.num_faults = 0;
-}
-
-bool shared_guard_fault(std::uintptr_t addr, bool write) {
-  ColdTls& c = g_cold;
-  const std::size_t page = page_size();
-  for (int i = 0; i < c.num_guards; ++i) {
-    const SharedGuard& g = c.guards[i];
-    const auto lo = reinterpret_cast<std::uintptr_t>(g.prot);
-    if (addr < lo || addr >= lo + g.prot_len) continue;
-    if (c.num_faults < ColdTls::kMaxFaults) {
-      SharedFault& f = c.faults[c.num_faults++];
-      f.name = g.name;
-      f.offset = static_cast<long long>(addr) -
-                 static_cast<long long>(reinterpret_cast<std::uintptr_t>(g.base));
-      f.size = g.size;
-      f.write = write;
-      f.thread = tls_thread ? tls_thread->thread_idx : uint3{};
-      f.block = tls_block ? tls_block->block_idx : uint3{};
-    }
-    mprotect(reinterpret_cast<void*>(addr / page * page), page, PROT_READ | PROT_WRITE);
-    return true;
-  }
-  return false;
 }
 
 namespace {

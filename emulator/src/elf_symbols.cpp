@@ -1,5 +1,6 @@
 #include "elf_symbols.h"
 
+#include <cxxabi.h>
 #include <dlfcn.h>
 #include <elf.h>
 #include <link.h>
@@ -7,6 +8,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -33,6 +35,7 @@ struct Module {
   };
   std::vector<Tls> tls;                             // every defined thread-local, sorted by offset
   std::map<std::uintptr_t, KernelSymbols> kernels;  // results, by kernel address
+  std::map<std::uintptr_t, KernelArrays> arrays;    // the arrays they count, likewise
 };
 
 // Reads .symtab/.strtab of an ELF64 file; `bias` is added to symbol values (load base of
@@ -194,11 +197,9 @@ bool main_tls_bias(const void* kernel, std::intptr_t* bias) {
 #endif
 }
 
-}  // namespace
-
-KernelSymbols kernel_symbols(const void* kernel) {
+// Call with g_mutex held. `arrays` (may be null) receives the arrays counted.
+KernelSymbols count_static_shared(const void* kernel, KernelArrays* arrays) {
   KernelSymbols out;
-  std::lock_guard<std::mutex> lock(g_mutex);
   Module* m = module_of(kernel);
   if (!m) return out;
   const auto addr = reinterpret_cast<std::uintptr_t>(kernel);
@@ -212,7 +213,10 @@ KernelSymbols kernel_symbols(const void* kernel) {
   }
   out.mangled = it->name;
   auto cached = m->kernels.find(it->begin);
-  if (cached != m->kernels.end()) return cached->second;
+  if (cached != m->kernels.end()) {
+    if (arrays) *arrays = m->arrays[it->begin];
+    return cached->second;
+  }
   // Static __shared__ arrays count toward the kernel's limit when declared in the kernel,
   // in a function it calls (named _ZZ<function>E<array>), or in a helper inlined into any
   // of those (found by the array's thread-pointer offset appearing in their code).
@@ -225,7 +229,8 @@ KernelSymbols kernel_symbols(const void* kernel) {
       if (counted.insert(t->first).second) out.static_shared_bytes += t->second;
   }
   std::intptr_t bias = 0;
-  if (main_tls_bias(kernel, &bias)) {
+  const bool main_program = main_tls_bias(kernel, &bias);
+  if (main_program) {
     std::map<std::int32_t, const Module::Tls*> by_offset;
     for (const auto& t : m->tls) {
       const std::intptr_t off = bias + static_cast<std::intptr_t>(t.offset);
@@ -246,8 +251,38 @@ KernelSymbols kernel_symbols(const void* kernel) {
       }
     }
   }
+  KernelArrays& a = m->arrays[it->begin];
+  a.complete = main_program;
+  for (const auto& t : m->tls)
+    if (counted.count(t.name)) a.arrays.push_back({t.offset, t.size, demangle(t.name)});
   m->kernels[it->begin] = out;
+  if (arrays) *arrays = a;
   return out;
+}
+
+}  // namespace
+
+std::string demangle(const std::string& mangled) {
+  int status = 0;
+  char* d = abi::__cxa_demangle(mangled.c_str(), nullptr, nullptr, &status);
+  std::string name = status == 0 && d ? d : mangled;
+  std::free(d);
+  return name;
+}
+
+KernelSymbols kernel_symbols(const void* kernel) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  return count_static_shared(kernel, nullptr);
+}
+
+const KernelArrays& kernel_static_arrays(const void* kernel) {
+  static std::map<const void*, KernelArrays>* by_kernel = new std::map<const void*, KernelArrays>;
+  std::lock_guard<std::mutex> lock(g_mutex);
+  auto it = by_kernel->find(kernel);
+  if (it != by_kernel->end()) return it->second;
+  KernelArrays& a = (*by_kernel)[kernel];
+  count_static_shared(kernel, &a);
+  return a;
 }
 
 }  // namespace emu::detail

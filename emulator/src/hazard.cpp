@@ -16,8 +16,6 @@
 // terms: block, thread, warp, shared array or allocation and offset.
 #include "hazard.h"
 
-#include <cxxabi.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <memory>
@@ -87,14 +85,6 @@ const Range* find(const HazardRun& h, std::uintptr_t a) {
   if (it == h.global.begin()) return nullptr;
   --it;
   return a < it->end ? &*it : nullptr;
-}
-
-std::string demangle(const std::string& m) {
-  int status = 0;
-  char* d = abi::__cxa_demangle(m.c_str(), nullptr, nullptr, &status);
-  std::string out = status == 0 && d ? d : m;
-  std::free(d);
-  return out;
 }
 
 std::string region(const HazardRun& h, const Range& r, std::uintptr_t a, std::string* key) {

@@ -1,6 +1,7 @@
 // Emulator internals shared by the runtime's translation units.
 #pragma once
 #include <cstddef>
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <mutex>
@@ -41,10 +42,12 @@ void ensure_signal_stack();
 // ---- the running launch -------------------------------------------------------------
 struct LaunchRun {
   const char* kernel = "";
+  const void* kernel_address = nullptr;
   unsigned checks = 0;
   std::mutex mutex;
   std::vector<Finding> findings;
   bool aborted = false;  // a block deadlocked or faulted: stop the grid
+  std::atomic<std::uint64_t> instrumented_accesses{0};  // seen by memcheck, all blocks
   void report(const char* check, const std::string& line);
 };
 extern LaunchRun* current_launch;
@@ -74,15 +77,36 @@ struct ModuleTlsBlock {
 };
 ModuleTlsBlock module_tls(const void* kernel);
 void restore_module_tls(TlsSnapshot& snapshot);
-// Registered storage of the `extern __shared__` common names on this host thread.
+// The `extern __shared__` pool (every such array of the program is an alias of it: see
+// emulator/link/ld) and its names, demangled and comma-separated.
+unsigned char* extern_shared_pool();
+const char* extern_shared_names();
+// Fills the pool's first `bytes` (at most its capacity) with `byte`.
 void poison_named_dynamic_shared(std::size_t bytes, unsigned char byte);
-// memcheck: protects the pages of every dynamic shared pool past `bytes` for the next
-// block; disarm undoes it and turns the faults the handler recorded into findings.
-void arm_shared_guards(std::size_t bytes);
-void disarm_shared_guards(LaunchRun& run);
+// memcheck (shared_memcheck.cpp): guards both dynamic pools past `bytes` for the next block
+// and arms the exact check of instrumented accesses; disarm undoes it and turns what was
+// found in `block` into findings of `run`.
+void arm_shared_guards(std::size_t bytes, LaunchRun& run);
+void disarm_shared_guards(LaunchRun& run, uint3 block);
 // Called by the SIGSEGV handler: true if `addr` lies in a guarded shared region of this
 // host thread (the fault is then recorded and the page opened).
 bool shared_guard_fault(std::uintptr_t addr, bool write);
+// Called by the instrumentation for every load and store (hazard_hooks.cpp).
+void shared_bounds_access(const void* address, std::size_t bytes, bool write);
+// The dynamic shared-memory pool of this host thread whose window (guards included) holds
+// `addr`, or the nearest one, for the line of an access outside every allocation.
+struct SharedPlace {
+  const char* name;
+  std::uintptr_t base;
+  long long offset;  // from base
+  std::size_t size;  // the launch's dynamic size
+  bool inside;
+  long long distance;  // 0 when inside
+};
+bool shared_pool_near(std::uintptr_t addr, SharedPlace* out);
+// After a launch: counts it for memcheck_coverage and, if memcheck saw no instrumented
+// access, prints (once per process) what its shared memory check could not see.
+void memcheck_launch_end(LaunchRun& run);
 
 std::string kernel_name(const void* address);
 std::string fmt_dim(uint3 v);

@@ -170,11 +170,11 @@ bool run_serial(const KernelEntry& k, dim3 grid, dim3 block, std::size_t smem, c
     prepare_dynamic_shared(smem, pass.shared_poison);
     poison_named_dynamic_shared(smem, pass.shared_poison);
     TlsSnapshot tls = poison_module_tls(k.address, pass.shared_poison);
-    if (run.checks & check_memcheck) arm_shared_guards(smem);
+    if (run.checks & check_memcheck) arm_shared_guards(smem, run);
     if (pass.hazard) hazard_block(b);
     BlockCtx ctx = block_ctx(b, grid, block, p, name);
     if (!run_block(ctx, k.body, pass.order, 0x5eed, run)) run.aborted = true;
-    if (run.checks & check_memcheck) disarm_shared_guards(run);
+    if (run.checks & check_memcheck) disarm_shared_guards(run, ctx.block_idx);
     restore_module_tls(tls);
   }
   return !run.aborted;
@@ -195,10 +195,10 @@ void run_parallel(const KernelEntry& k, dim3 grid, dim3 block, std::size_t smem,
       }
       prepare_dynamic_shared(smem, kPoisonA);
       if (poison) poison_named_dynamic_shared(smem, kPoisonA);
-      if (run.checks & check_memcheck) arm_shared_guards(smem);
+      if (run.checks & check_memcheck) arm_shared_guards(smem, run);
       BlockCtx ctx = block_ctx(b, grid, block, p, name);
       const bool ok = run_block(ctx, k.body, Order::in_order, 0, run);
-      if (run.checks & check_memcheck) disarm_shared_guards(run);
+      if (run.checks & check_memcheck) disarm_shared_guards(run, ctx.block_idx);
       if (!ok) {
         std::lock_guard<std::mutex> lock(run.mutex);
         run.aborted = true;
@@ -256,6 +256,7 @@ cudaError_t launch_grid(const KernelEntry& k, dim3 grid, dim3 block, std::size_t
   const std::string name = kernel_name(k.address);
   LaunchRun run;
   run.kernel = name.c_str();
+  run.kernel_address = k.address;
   run.checks = enabled_checks();
   const WatchdogScope watchdog(run.kernel);
   TrafficRun* const traffic = traffic_begin(name);
@@ -303,6 +304,7 @@ cudaError_t launch_grid(const KernelEntry& k, dim3 grid, dim3 block, std::size_t
   rearm_guards();
   for (const std::string& line : take_fault_reports())
     if (run.checks & check_memcheck) run.report("memcheck", line.substr(std::strlen("memcheck: ")));
+  memcheck_launch_end(run);
 
   auto& c = cold_tls();
   if (!c.last_findings) c.last_findings = new std::vector<Finding>();

@@ -104,18 +104,41 @@ ssize_t write_all(const char* p, std::size_t n) {
       }
     }
   const bool checking = enabled_checks() & check_memcheck;
+  // A dynamic shared-memory pool whose window (guards included) holds the address, or
+  // lies within a page of it, is what to name.
+  SharedPlace pool{};
+  const bool have_pool = !no_address && shared_pool_near(addr, &pool) &&
+                         pool.distance <= static_cast<long long>(page_size());
   char line[768];
-  int n = std::snprintf(line, sizeof line, "%s: invalid %s at address 0x%" PRIxPTR "%s",
-                        checking ? "memcheck" : "emu", write ? "write" : "read", addr,
-                        no_address ? " (general-protection fault: the address is not known; a "
-                                     "misaligned vector access or a non-canonical pointer)"
-                                   : ", outside every device allocation");
-  if (nearest && !no_address) {
-    const long long off = static_cast<long long>(addr) - static_cast<long long>(nearest->data);
-    n += std::snprintf(line + n, sizeof line - n,
-                       "; nearest: device allocation #%" PRIu64 " (%zu bytes) at 0x%" PRIxPTR
-                       ", offset %lld",
-                       nearest->id, nearest->size, nearest->data, off);
+  int n;
+  if (have_pool && pool.inside) {
+    n = std::snprintf(line, sizeof line,
+                      "%s: invalid %s of dynamic shared memory '%s' at byte offset %lld, %s (the "
+                      "launch gave %zu bytes), address 0x%" PRIxPTR,
+                      checking ? "memcheck" : "emu", write ? "write" : "read", pool.name,
+                      pool.offset, pool.offset < 0 ? "before its start" : "past its end", pool.size,
+                      addr);
+    if (!checking)
+      n += std::snprintf(line + n, sizeof line - n,
+                         " (under memcheck it is a finding and the kernel goes on)");
+  } else {
+    n = std::snprintf(line, sizeof line, "%s: invalid %s at address 0x%" PRIxPTR "%s",
+                      checking ? "memcheck" : "emu", write ? "write" : "read", addr,
+                      no_address ? " (general-protection fault: the address is not known; a "
+                                   "misaligned vector access or a non-canonical pointer)"
+                                 : ", outside every device allocation");
+    if (have_pool)
+      n += std::snprintf(line + n, sizeof line - n,
+                         "; nearest: dynamic shared memory '%s' (%zu bytes) at 0x%" PRIxPTR
+                         ", offset %lld",
+                         pool.name, pool.size, pool.base, pool.offset);
+    else if (nearest && !no_address) {
+      const long long off = static_cast<long long>(addr) - static_cast<long long>(nearest->data);
+      n += std::snprintf(line + n, sizeof line - n,
+                         "; nearest: device allocation #%" PRIu64 " (%zu bytes) at 0x%" PRIxPTR
+                         ", offset %lld",
+                         nearest->id, nearest->size, nearest->data, off);
+    }
   }
   const uint3 t = tls_thread->thread_idx, b = tls_block->block_idx;
   n += std::snprintf(line + n, sizeof line - n,

@@ -3,6 +3,7 @@
 // thread-local storage (static __shared__ arrays) without touching the emulator's own.
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 #include "emu/checks.h"
@@ -14,7 +15,8 @@ namespace emu::detail {
 // variable that initcheck's poisoning would clobber. Resources are returned at thread
 // exit through a pthread key instead (release_thread_resources_at_exit).
 // A shared-memory region memcheck guards on this host thread: [base, base + size) is the
-// block's, [prot, prot + prot_len) is PROT_NONE until a fault opens it.
+// block's, [prot, prot + prot_len) is PROT_NONE until a fault opens it (the extern
+// __shared__ pool's window also holds the open pages [base, base + open_len)).
 struct SharedGuard {
   const char* name;
   unsigned char* base;
@@ -22,13 +24,34 @@ struct SharedGuard {
   unsigned char* prot;
   std::size_t prot_len;
 };
-// A fault in a guarded shared region, recorded by the signal handler.
+// An invalid shared-memory access of the running block, recorded by the SIGSEGV handler,
+// by the instrumented-access check or by the canary after the block; later ones of the
+// same region and direction only count (`more`).
 struct SharedFault {
-  const char* name;
-  long long offset;
-  std::size_t size;
+  const char* name;   // the pool's names, or the static array's (demangled)
+  const char* what;   // "dynamic shared memory", "static __shared__ array", ...
+  long long offset;   // of the access from the region's first byte
+  std::size_t size;   // the launch's dynamic size, or the array's
+  std::size_t bytes;  // the access's width; 0: not known (a fault)
+  unsigned long long more;
   bool write;
+  bool by_canary;  // found after the block: no thread
   uint3 thread, block;
+};
+struct KernelArrays;
+// memcheck's byte-exact check of instrumented accesses while a block runs
+// (src/shared_memcheck.cpp): the windows it watches and what is valid in them.
+struct SharedBounds {
+  bool armed = false;
+  std::uintptr_t ext_base = 0, ext_lo = 0, ext_hi = 0;  // extern pool; window with guards
+  std::uintptr_t dyn_base = 0, dyn_lo = 0, dyn_hi = 0;  // EMU_DYNAMIC_SHARED's
+  std::size_t bytes = 0;                                // the launch's dynamic size
+  std::uintptr_t tls_lo = 0, tls_hi = 0;  // the kernel module's TLS block (0: not checked)
+  const KernelArrays* arrays = nullptr;   // the kernel's static __shared__ arrays
+  const void* kernel = nullptr;           // whose module block and arrays these are
+  std::uint64_t accesses = 0;             // instrumented accesses in this block
+  std::uintptr_t reported_lo = 0, reported_hi = 0;  // the access just reported: its fault
+                                                    // is the same finding
 };
 
 struct HostProgress;
@@ -39,6 +62,7 @@ struct ColdTls {
   int num_guards = 0;
   SharedFault faults[kMaxFaults] = {};
   int num_faults = 0;
+  SharedBounds bounds;
   void* stacks = nullptr;  // StackPool*, owned for the thread's life
   void (*free_stacks)(void*) = nullptr;
   unsigned char* dyn_base = nullptr;    // this block's dynamic shared memory

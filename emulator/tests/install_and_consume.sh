@@ -10,3 +10,4 @@ cmake -S "$src" -B "$work/build" -DCMAKE_PREFIX_PATH="$work/prefix" -DCMAKE_BUIL
 cmake --build "$work/build" > "$work/build.log"
 "$work/build/outside_kernel"
 "$work/build/third_party"
+"$work/build/vllm_v1_unpadded"

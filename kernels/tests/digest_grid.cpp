@@ -1,12 +1,11 @@
 // The output-digest grid (digest_grid.h).
 #include "digest_grid.h"
 
-#include <emu/cuda_runtime.h>
-
 #include <cmath>
 #include <cstring>
 #include <sstream>
-#include <stdexcept>
+
+#include "pagedattn_testing/run.h"
 
 namespace pagedattn::digest {
 namespace {
@@ -44,32 +43,9 @@ void store(DType t, CacheFormat cache, std::vector<std::uint8_t>& bytes, std::si
   }
 }
 
-// Element (token slot, d) of physical block `blk`, KV head `h`: the key's index in
-// [blocks, KVH, D/x, B, x] and the value's in [blocks, KVH, D, B].
-std::size_t key_at(const Problem& p, int blk, int h, int slot, int d) {
-  return ((static_cast<std::size_t>(blk) * p.KVH + h) * (p.D / p.x) + d / p.x) * p.B * p.x +
-         static_cast<std::size_t>(slot) * p.x + d % p.x;
-}
-std::size_t value_at(const Problem& p, int blk, int h, int slot, int d) {
-  return ((static_cast<std::size_t>(blk) * p.KVH + h) * p.D + d) * p.B + slot;
-}
-
-// One device buffer holding a host vector's bytes, copied back on request.
-struct Buf {
-  void* ptr = nullptr;
-  std::size_t n = 0;
-  explicit Buf(const void* src, std::size_t bytes) : n(bytes) {
-    if (cudaMalloc(&ptr, n ? n : 1) != cudaSuccess) throw std::runtime_error("cudaMalloc failed");
-    if (n) std::memcpy(ptr, src, n);
-  }
-  Buf(const Buf&) = delete;
-  Buf& operator=(const Buf&) = delete;
-  ~Buf() { cudaFree(ptr); }
-};
-
 }  // namespace
 
-std::string Case::name() const {
+std::string Setting::name() const {
   std::ostringstream o;
   o << dtype_name(scalar) << '/' << cache_format_name(cache) << '/'
     << (numerics == Numerics::exact_fp32 ? "exact" : "vllm") << "/h" << head_size << "/b"
@@ -78,127 +54,100 @@ std::string Case::name() const {
   return o.str();
 }
 
-Problem make(const Case& c, std::uint64_t seed) {
-  Problem p;
-  p.D = c.head_size;
-  p.B = c.block_size;
+testing::Case make(const Setting& st, std::uint64_t seed) {
+  using testing::Block, testing::Dim, testing::KvHead, testing::Slot;
+  testing::Case c;
+  c.scalar = st.scalar;
+  c.cache = st.cache;
+  c.num_seqs = 4;
+  c.num_heads = 4;
+  c.num_kv_heads = 2;
+  c.head_size = st.head_size;
+  c.block_size = st.block_size;
+  c.max_seq_len = 200;
+  c.max_blocks_per_seq = static_cast<int>((c.max_seq_len + c.block_size - 1) / c.block_size);
+  c.num_blocks = c.num_seqs * c.max_blocks_per_seq + 2;  // two spare blocks no sequence uses
+  c.scale = 1.0 / std::sqrt(static_cast<double>(c.head_size));
+  c.allocate();
+  c.seq_lens = {37, 1, 200, 0};
   const bool fp8 = c.cache != CacheFormat::same;
-  p.x = 16 / (fp8 ? 1 : static_cast<int>(dtype_size(c.scalar)));
-  p.max_blocks = (p.max_seq_len + p.B - 1) / p.B;
-  p.blocks = p.S * p.max_blocks + 2;  // two spare blocks no sequence uses
-  p.scale = 1.0 / std::sqrt(static_cast<double>(p.D));
+  const testing::KvLayout l = c.layout();
   Rng rng{seed};
   // Block tables: a fixed permutation of the physical blocks, so sequences interleave.
-  p.tables.assign(static_cast<std::size_t>(p.S) * p.max_blocks, 0);
-  for (std::size_t i = 0; i < p.tables.size(); ++i)
-    p.tables[i] = static_cast<std::int32_t>((i * 7 + 3) % (p.blocks - 2));
-  const std::size_t es = fp8 ? 1 : dtype_size(c.scalar);
-  const std::size_t cache_elems = static_cast<std::size_t>(p.blocks) * p.KVH * p.D * p.B;
-  p.q.assign(static_cast<std::size_t>(p.S) * p.H * p.D * dtype_size(c.scalar), 0);
-  p.k.assign(cache_elems * es, 0);
-  p.v.assign(cache_elems * es, 0);
+  for (std::size_t i = 0; i < c.block_tables.size(); ++i)
+    c.block_tables[i] = static_cast<std::int32_t>((i * 7 + 3) % (c.num_blocks - 2));
   // Magnitudes: `huge` takes f32 / bf16 logits and P.V sums past FLT_MAX; f16 cannot
   // overflow either, so it gets its widest values instead; fp8 gets scales that do.
   const bool wide = c.scalar != DType::f16;
-  const double qk_big = c.input == Input::huge ? (wide && !fp8 ? 1e19 : (fp8 ? 1 : 200)) : 1;
-  const double v_big = c.input == Input::huge ? (wide && !fp8 ? 3e38 : (fp8 ? 1 : 65504)) : 1;
-  if (fp8 && c.input == Input::huge) {
-    p.k_scale = wide ? 1e30 : 4;
-    p.v_scale = wide ? 1e34 : 200;  // f16 out: 448 * 200 > 65504 rounds to inf
+  const double qk_big = st.input == Input::huge ? (wide && !fp8 ? 1e19 : (fp8 ? 1 : 200)) : 1;
+  const double v_big = st.input == Input::huge ? (wide && !fp8 ? 3e38 : (fp8 ? 1 : 65504)) : 1;
+  if (fp8 && st.input == Input::huge) {
+    c.k_scale = wide ? 1e30 : 4;
+    c.v_scale = wide ? 1e34 : 200;  // f16 out: 448 * 200 > 65504 rounds to inf
   } else if (fp8) {
-    p.k_scale = 0.5;
-    p.v_scale = 2;
+    c.k_scale = 0.5;
+    c.v_scale = 2;
   }
-  for (std::size_t i = 0; i < p.q.size() / dtype_size(c.scalar); ++i)
-    store(c.scalar, CacheFormat::same, p.q, i, rng.uniform() * qk_big);
+  for (std::size_t i = 0; i < c.query.size() / dtype_size(c.scalar); ++i)
+    store(c.scalar, CacheFormat::same, c.query, i, rng.uniform() * qk_big);
+  // The generator's order: element i of the cache buffers, keys and values alternating.
+  const std::size_t cache_elems = static_cast<std::size_t>(c.num_blocks * l.value_block_elements());
   for (std::size_t i = 0; i < cache_elems; ++i) {
-    store(c.scalar, c.cache, p.k, i, rng.uniform() * (fp8 ? 448 : qk_big));
+    store(c.scalar, c.cache, c.key_cache, i, rng.uniform() * (fp8 ? 448 : qk_big));
     // Mostly positive values in `huge`, so the sums grow instead of cancelling.
     const double u = rng.uniform();
-    store(c.scalar, c.cache, p.v, i, (c.input == Input::huge ? 0.75 + 0.25 * u : u) * v_big);
+    store(c.scalar, c.cache, c.value_cache, i,
+          (st.input == Input::huge ? 0.75 + 0.25 * u : u) * v_big);
   }
-  if (c.alibi) {
-    for (int h = 0; h < p.H; ++h) p.slopes.push_back(std::ldexp(1.0f, -(h + 1)));
+  if (st.alibi) {
+    for (int h = 0; h < c.num_heads; ++h) c.alibi_slopes.push_back(std::ldexp(1.0f, -(h + 1)));
   }
-  if (c.input == Input::poisoned) {
+  if (st.input == Input::poisoned) {
+    const auto key_at = [&](std::int64_t blk, int h, int slot, int d) {
+      return static_cast<std::size_t>(l.key(Block{blk}, KvHead{h}, Slot{slot}, Dim{d}));
+    };
+    const auto value_at = [&](std::int64_t blk, int h, int slot, int d) {
+      return static_cast<std::size_t>(l.value(Block{blk}, KvHead{h}, Slot{slot}, Dim{d}));
+    };
     // Dead slots (past seq_len, spare blocks): NaN everywhere; never read.
-    std::vector<char> live(static_cast<std::size_t>(p.blocks) * p.B, 0);
-    for (int s = 0; s < p.S; ++s)
-      for (int t = 0; t < p.seq_lens[s]; ++t)
-        live[static_cast<std::size_t>(p.tables[s * p.max_blocks + t / p.B]) * p.B + t % p.B] = 1;
-    for (int blk = 0; blk < p.blocks; ++blk)
-      for (int slot = 0; slot < p.B; ++slot)
-        if (!live[static_cast<std::size_t>(blk) * p.B + slot])
-          for (int h = 0; h < p.KVH; ++h)
-            for (int d = 0; d < p.D; ++d) {
-              store(c.scalar, c.cache, p.k, key_at(p, blk, h, slot, d), NAN);
-              store(c.scalar, c.cache, p.v, value_at(p, blk, h, slot, d), NAN);
+    const std::vector<char> live = c.used_slots();
+    for (std::int64_t blk = 0; blk < c.num_blocks; ++blk)
+      for (int slot = 0; slot < c.block_size; ++slot)
+        if (!live[static_cast<std::size_t>(blk) * c.block_size + slot])
+          for (int h = 0; h < c.num_kv_heads; ++h)
+            for (int d = 0; d < c.head_size; ++d) {
+              store(c.scalar, c.cache, c.key_cache, key_at(blk, h, slot, d), NAN);
+              store(c.scalar, c.cache, c.value_cache, value_at(blk, h, slot, d), NAN);
             }
-    auto phys = [&](int s, int t) { return p.tables[s * p.max_blocks + t / p.B]; };
     // Live poison: a query element (seq 0, head 1), a key of token 5 (seq 2, KV head 1,
     // inf), a value of token 100 (seq 2, KV head 0, second partition), a slope (head 3).
-    store(c.scalar, CacheFormat::same, p.q, (0 * p.H + 1) * p.D + 3, NAN);
-    store(c.scalar, c.cache, p.k, key_at(p, phys(2, 5), 1, 5 % p.B, 7), INFINITY);
-    store(c.scalar, c.cache, p.v, value_at(p, phys(2, 100), 0, 100 % p.B, 2), NAN);
-    if (c.alibi) p.slopes[3] = NAN;
+    store(c.scalar, CacheFormat::same, c.query, c.q_index(0, 1, 3), NAN);
+    const testing::Physical k5 = c.where(2, 5), v100 = c.where(2, 100);
+    store(c.scalar, c.cache, c.key_cache, key_at(k5.block.v, 1, k5.slot.v, 7), INFINITY);
+    store(c.scalar, c.cache, c.value_cache, value_at(v100.block.v, 0, v100.slot.v, 2), NAN);
+    if (st.alibi) c.alibi_slopes[3] = NAN;
   }
-  return p;
+  return c;
 }
 
-std::uint64_t run(const Case& c, const Problem& p, Kernel kernel, const Backend& backend,
-                  bool grouped) {
-  const bool fp8 = c.cache != CacheFormat::same;
-  const DType cache_dtype = fp8 ? DType::u8 : c.scalar;
-  const std::int64_t S = p.S, H = p.H, D = p.D, B = p.B;
-  const std::int64_t P = (p.max_seq_len + c.partition_size - 1) / c.partition_size;
-  const DType tmp_dtype = c.numerics == Numerics::exact_fp32 ? DType::f32 : c.scalar;
-  // Outputs start as 0xA5 bytes: a byte the kernels leave unwritten shows in the digest.
-  const std::vector<std::uint8_t> out0(S * H * D * dtype_size(c.scalar), 0xA5);
-  const std::vector<std::uint8_t> states0(S * H * P * 4, 0xA5);
-  const std::vector<std::uint8_t> tmp0(S * H * P * D * dtype_size(tmp_dtype), 0xA5);
-  Buf q(p.q.data(), p.q.size()), k(p.k.data(), p.k.size()), v(p.v.data(), p.v.size());
-  Buf bt(p.tables.data(), p.tables.size() * 4), sl(p.seq_lens.data(), p.seq_lens.size() * 4);
-  Buf al(p.slopes.data(), p.slopes.size() * 4), out(out0.data(), out0.size());
-  Buf es(states0.data(), states0.size()), ml(states0.data(), states0.size());
-  Buf tmp(tmp0.data(), tmp0.size());
-  AttentionCall call;
-  call.out = TensorView::contiguous(out.ptr, c.scalar, {S, H, D});
-  call.query = TensorView::contiguous(q.ptr, c.scalar, {S, H, D});
-  call.key_cache = TensorView::contiguous(k.ptr, cache_dtype, {p.blocks, p.KVH, D / p.x, B, p.x});
-  call.value_cache = TensorView::contiguous(v.ptr, cache_dtype, {p.blocks, p.KVH, D, B});
-  call.num_kv_heads = p.KVH;
-  call.scale = p.scale;
-  call.block_tables = TensorView::contiguous(bt.ptr, DType::i32, {S, p.max_blocks});
-  call.seq_lens = TensorView::contiguous(sl.ptr, DType::i32, {S});
-  call.block_size = B;
-  call.max_seq_len = p.max_seq_len;
-  if (c.alibi) call.alibi_slopes = TensorView::contiguous(al.ptr, DType::f32, {H});
-  call.kv_cache_dtype = c.cache == CacheFormat::same       ? "auto"
-                        : c.cache == CacheFormat::fp8_e4m3 ? "fp8_e4m3"
-                                                           : "fp8_e5m2";
-  call.k_scale = p.k_scale;
-  call.v_scale = p.v_scale;
-  if (kernel == Kernel::v2) {
-    call.exp_sums = TensorView::contiguous(es.ptr, DType::f32, {S, H, P});
-    call.max_logits = TensorView::contiguous(ml.ptr, DType::f32, {S, H, P});
-    call.tmp_out = TensorView::contiguous(tmp.ptr, tmp_dtype, {S, H, P, D});
-  }
+std::uint64_t run(const Setting& st, const testing::Case& c, Kernel kernel,
+                  const Backend& backend, bool grouped) {
   Options opt;
-  opt.partition_size = c.partition_size;
-  opt.numerics = c.numerics;
   opt.grouped = grouped;
-  paged_attention(kernel, call, backend, opt);
-  std::uint64_t h = fnv1a(0xcbf29ce484222325ull, out.ptr, out.n);
+  opt.partition_size = st.partition_size;
+  opt.numerics = st.numerics;
+  const testing::Outputs o = testing::run_kernel(c, kernel, backend, opt);
+  std::uint64_t h = fnv1a(0xcbf29ce484222325ull, o.out_bytes.data(), o.out_bytes.size());
   if (kernel == Kernel::v2) {
-    h = fnv1a(h, es.ptr, es.n);
-    h = fnv1a(h, ml.ptr, ml.n);
-    h = fnv1a(h, tmp.ptr, tmp.n);
+    h = fnv1a(h, o.exp_sums.data(), o.exp_sums.size() * sizeof(float));
+    h = fnv1a(h, o.max_logits.data(), o.max_logits.size() * sizeof(float));
+    h = fnv1a(h, o.tmp_out.data(), o.tmp_out.size());
   }
   return h;
 }
 
-std::vector<std::pair<Case, std::uint64_t>> grid() {
-  std::vector<std::pair<Case, std::uint64_t>> r;
+std::vector<std::pair<Setting, std::uint64_t>> grid() {
+  std::vector<std::pair<Setting, std::uint64_t>> r;
   const int head_sizes[] = {64, 80, 128, 256};
   const int block_sizes[] = {8, 16, 32};
   std::uint64_t seed = 1;
@@ -212,7 +161,7 @@ std::vector<std::pair<Case, std::uint64_t>> grid() {
               const int bs = block_sizes[rot % 3];
               const int ps = (rot / 3) % 2 == 0 ? 64 : 128;  // both multiples of every block
               ++rot;
-              r.push_back({Case{t, cf, n, hs, bs, ps, alibi, in}, seed++});
+              r.push_back({Setting{t, cf, n, hs, bs, ps, alibi, in}, seed++});
             }
   return r;
 }

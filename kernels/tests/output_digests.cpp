@@ -18,7 +18,7 @@
 // every dtype, cache, numerics, head, block and partition size, ALiBi, rare path and both
 // warp widths of this grid (other GQA ratios: kernels/tests/test_grouped.cpp).
 //
-// The inputs come from this file alone (a fixed integer generator, no <random>
+// The inputs come from digest_grid.cpp alone (a fixed integer generator, no <random>
 // distributions, whose results the standard leaves to the library), so the digests move
 // only when the kernels' results do. Wrong variant it catches: any change of a rounding,
 // an order of summation, a rare-path condition or a written byte; shown by summing the
@@ -38,12 +38,12 @@ using namespace pagedattn;
 
 std::vector<std::pair<std::string, std::uint64_t>> all_digests(bool grouped) {
   std::vector<std::pair<std::string, std::uint64_t>> r;
-  for (const auto& [c, seed] : digest::grid()) {
-    const digest::Problem p = digest::make(c, seed);
+  for (const auto& [s, seed] : digest::grid()) {
+    const testing::Case c = digest::make(s, seed);
     for (const char* prof : {"bi-v100", "h200"})
       for (Kernel k : {Kernel::v1, Kernel::v2})
-        r.emplace_back(c.name() + '/' + prof + '/' + kernel_name(k),
-                       digest::run(c, p, k, Backend::emulator(prof), grouped));
+        r.emplace_back(s.name() + '/' + prof + '/' + kernel_name(k),
+                       digest::run(s, c, k, Backend::emulator(prof), grouped));
   }
   return r;
 }

@@ -1,14 +1,20 @@
 // Every supported combination of scalar dtype x cache dtype x head size x block size, V1
 // and V2, on both warp widths (profiles bi-v100: warp 64, h200: warp 32), against the
-// double reference within the derived bound (reference.cpp).
+// exact reference within the proven bound (pagedattn::testing's judge).
 #include <gtest/gtest.h>
 
 #include <tuple>
 #include <vector>
-#include "reference.h"
+#include "pagedattn/supported.h"
+#include "pagedattn_testing/judge.h"
+#include "pagedattn_testing/run.h"
+#include "pagedattn_testing/kernel_under_test.h"
+#include "pagedattn_testing/uniform_case.h"
 
 namespace pagedattn::test {
 namespace {
+
+using namespace pagedattn::testing;
 
 using Combo = std::tuple<DType, CacheFormat, int, int>;
 
@@ -16,7 +22,7 @@ class Combination : public ::testing::TestWithParam<Combo> {};
 
 TEST_P(Combination, V1AndV2MatchReferenceOnBothWarpWidths) {
   const auto [scalar, cache, head_size, block_size] = GetParam();
-  Config c;
+  UniformSpec c;
   c.scalar = scalar;
   c.cache = cache;
   c.head_size = head_size;
@@ -25,30 +31,25 @@ TEST_P(Combination, V1AndV2MatchReferenceOnBothWarpWidths) {
   c.num_kv_heads = 2;  // GQA 2:1
   // Two partitions for the long sequence; the short one leaves its second partition empty.
   c.seq_lens = {19, 101};
-  c.partition_size = 64;
+  Options opt;
+  opt.partition_size = 64;
   c.k_scale = 0.75;
   c.v_scale = 1.5;
   c.seed = 1000 + head_size * 7 + block_size;
-  const Problem p = make_problem(c);
-  const auto want = reference_attention(p);
+  const Judge judge(uniform_case(c));
   for (const char* profile : {"bi-v100", "h200"}) {
-    for (Kernel k : {Kernel::v1, Kernel::v2}) {
-      const Outputs o = run_kernel(p, k, profile);
-      const Comparison r = compare(p, o.out, want, error_bounds(p, k));
-      EXPECT_FALSE(r.any_nan) << profile << (k == Kernel::v1 ? " v1 " : " v2 ") << r.worst;
-      EXPECT_LE(r.worst_ratio, 1.0) << profile << (k == Kernel::v1 ? " v1 " : " v2 ") << r.worst;
+    for (const KernelUnderTest& k : kernels_under_test()) {
+      const Outputs o = run_kernel(judge.input(), k.kernel, profile, k.options(opt));
+      const Verdict v = judge.verdict(o.out, k.kernel, k.options(opt), profile);
+      EXPECT_LE(v.worst, 1.0) << profile << " " << k.name << ": " << v.where;
     }
   }
 }
 
 std::string combo_name(const ::testing::TestParamInfo<Combo>& info) {
   const auto [scalar, cache, head_size, block_size] = info.param;
-  const char* s = scalar == DType::f32 ? "f32" : scalar == DType::f16 ? "f16" : "bf16";
-  const char* k = cache == CacheFormat::same       ? "same"
-                  : cache == CacheFormat::fp8_e4m3 ? "e4m3"
-                                                   : "e5m2";
-  return std::string(s) + "_" + k + "_h" + std::to_string(head_size) + "_b" +
-         std::to_string(block_size);
+  return std::string(traits(scalar).name) + "_" + kv_cache_dtype(cache) + "_h" +
+         std::to_string(head_size) + "_b" + std::to_string(block_size);
 }
 
 // Every supported combination and nothing else: an fp8 cache needs x = 16 elements to
@@ -58,9 +59,9 @@ std::vector<Combo> supported_combos() {
   std::vector<Combo> v;
   for (DType t : {DType::f32, DType::f16, DType::bf16}) {
     for (CacheFormat c : {CacheFormat::same, CacheFormat::fp8_e4m3, CacheFormat::fp8_e5m2}) {
-      for (int h : {32, 64, 80, 96, 112, 120, 128, 192, 256}) {
+      for (int h : kHeadSizes) {  // supported.h: what dispatch and validation take
         if (c != CacheFormat::same && h % 16 != 0) continue;
-        for (int b : {8, 16, 32}) v.emplace_back(t, c, h, b);
+        for (int b : kBlockSizes) v.emplace_back(t, c, h, b);
       }
     }
   }

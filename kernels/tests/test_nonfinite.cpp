@@ -12,43 +12,56 @@
 #include <cmath>
 #include <utility>
 #include <cstring>
-#include "reference.h"
+#include "pagedattn_testing/kernel_under_test.h"
+#include "pagedattn_testing/run.h"
+#include "pagedattn_testing/uniform_case.h"
 
 namespace pagedattn::test {
 namespace {
 
+using namespace pagedattn::testing;
+
 const char* const kProfiles[] = {"bi-v100", "h200"};
 
+// A base case and how it runs (V2's partition size).
+struct Base {
+  UniformSpec spec;
+  Options options;
+};
+
 // V1 and V2 on both profiles, in that order.
-std::vector<Outputs> run_all(const Problem& p) {
+std::vector<Outputs> run_all(const Case& p, const Options& opt) {
   std::vector<Outputs> v;
   for (const char* profile : kProfiles) {
-    for (Kernel k : {Kernel::v1, Kernel::v2}) v.push_back(run_kernel(p, k, profile));
+    for (const KernelUnderTest& k : kernels_under_test()) {
+      v.push_back(run_kernel(p, k.kernel, profile, k.options(opt)));
+    }
   }
   return v;
 }
 
 // Runs the poisoned problem and checks against the clean runs: rows (seq, head) all NaN,
 // the rest bitwise as clean; for V2 the poisoned row has a NaN exp-sum in some partition.
-void expect_rows_poisoned(const std::vector<Outputs>& clean_runs, const Problem& clean,
-                          const Problem& bad, const std::vector<std::pair<int, int>>& rows,
-                          const std::string& what) {
-  const int H = clean.c.num_heads, D = clean.c.head_size;
-  const std::size_t es = dtype_size(clean.c.scalar);
+void expect_rows_poisoned(const std::vector<Outputs>& clean_runs, const Case& clean,
+                          const Case& bad, const Options& opt,
+                          const std::vector<std::pair<int, int>>& rows, const std::string& what) {
+  const int H = clean.num_heads, D = clean.head_size;
+  const std::size_t es = traits(clean.scalar).size;
   int run = 0;
   for (const char* profile : kProfiles) {
-    for (Kernel k : {Kernel::v1, Kernel::v2}) {
-      const std::string where = what + " " + profile + (k == Kernel::v1 ? " V1" : " V2");
+    for (const KernelUnderTest& kut : kernels_under_test()) {
+      const Kernel k = kut.kernel;
+      const std::string where = what + " " + profile + " " + kut.name;
       const Outputs& a = clean_runs[run++];
-      const Outputs b = run_kernel(bad, k, profile);
-      for (int s = 0; s < static_cast<int>(clean.seq_lens.size()); ++s) {
+      const Outputs b = run_kernel(bad, k, profile, kut.options(opt));
+      for (int s = 0; s < clean.num_seqs; ++s) {
         for (int h = 0; h < H; ++h) {
           const std::size_t row = static_cast<std::size_t>(s) * H + h;
           if (std::find(rows.begin(), rows.end(), std::make_pair(s, h)) != rows.end()) {
             for (int d = 0; d < D; ++d)
               ASSERT_TRUE(std::isnan(b.out[row * D + d])) << where << " d " << d;
             if (k == Kernel::v2) {
-              const std::size_t P = b.exp_sums.size() / (clean.seq_lens.size() * H);
+              const std::size_t P = static_cast<std::size_t>(b.num_partitions);
               bool nan_state = false;
               for (std::size_t p = 0; p < P; ++p) nan_state |= std::isnan(b.exp_sums[row * P + p]);
               EXPECT_TRUE(nan_state) << where << ": the poison must be carried by an exp-sum";
@@ -64,28 +77,29 @@ void expect_rows_poisoned(const std::vector<Outputs>& clean_runs, const Problem&
   }
 }
 
-void expect_rows_poisoned(const Problem& clean, const Problem& bad,
+void expect_rows_poisoned(const Case& clean, const Case& bad, const Options& opt,
                           const std::vector<std::pair<int, int>>& rows, const std::string& what) {
-  expect_rows_poisoned(run_all(clean), clean, bad, rows, what);
+  expect_rows_poisoned(run_all(clean, opt), clean, bad, opt, rows, what);
 }
 
-void expect_row_poisoned(const Problem& clean, const Problem& bad, int seq, int head,
+void expect_row_poisoned(const Case& clean, const Case& bad, const Options& opt, int seq, int head,
                          const std::string& what) {
-  expect_rows_poisoned(clean, bad, {{seq, head}}, what);
+  expect_rows_poisoned(clean, bad, opt, {{seq, head}}, what);
 }
 
-Config base(DType t, CacheFormat cache, int partition) {
-  Config c;
+Base base(DType t, CacheFormat cache, int partition) {
+  Base b;
+  UniformSpec& c = b.spec;
   c.scalar = t;
   c.cache = cache;
   c.num_heads = 4;
   c.num_kv_heads = 2;
   c.seq_lens = {150, 33};  // seq 0: three partitions of 64, or one of 512
-  c.partition_size = partition;
+  b.options.partition_size = partition;
   c.alibi = true;
   c.k_scale = 0.5;
   c.v_scale = 2.0;
-  return c;
+  return b;
 }
 
 TEST(NonFinite, LiveNaNOrInfPoisonsExactlyItsRow) {
@@ -101,21 +115,21 @@ TEST(NonFinite, LiveNaNOrInfPoisonsExactlyItsRow) {
       {Element::value, -INFINITY, "v -inf"}};
   for (DType t : {DType::f32, DType::f16}) {
     for (int P : {64, 512}) {
-      const Config c = base(t, CacheFormat::same, P);
-      const Problem clean = make_problem(c);
-      const std::vector<Outputs> clean_runs = run_all(clean);
+      const Base c = base(t, CacheFormat::same, P);
+      const Case clean = uniform_case(c.spec);
+      const std::vector<Outputs> clean_runs = run_all(clean, c.options);
       for (const Poison& po : poisons) {
         // f32 takes the NaN of each element kind; f16 every poison.
         if (t == DType::f32 && !std::isnan(po.value)) continue;
-        Problem bad = clean;
+        Case bad = clean;
         // seq 0: the query element of head 2, or token 100 of KV head 1 (read by heads 2
         // and 3, GQA 2:1), in the middle partition at P = 64.
         const bool q = po.e == Element::query;
-        set_element(bad, po.e, 0, q ? 2 : 100, 1, 5, po.value);
+        set_live(bad, po.e, 0, q ? 2 : 100, 1, 5, po.value);
         const std::vector<std::pair<int, int>> rows =
             q ? std::vector<std::pair<int, int>>{{0, 2}}
               : std::vector<std::pair<int, int>>{{0, 2}, {0, 3}};
-        expect_rows_poisoned(clean_runs, clean, bad, rows,
+        expect_rows_poisoned(clean_runs, clean, bad, c.options, rows,
                              std::string(po.name) + " P " + std::to_string(P));
       }
     }
@@ -125,54 +139,56 @@ TEST(NonFinite, LiveNaNOrInfPoisonsExactlyItsRow) {
 // vLLM's numerics (probabilities rounded, epsilon, fp16 partials) follow the same rule.
 TEST(NonFinite, VllmCompatibleNumericsToo) {
   for (Element e : {Element::query, Element::key, Element::value}) {
-    Config c = base(DType::f16, CacheFormat::fp8_e4m3, 64);
-    c.numerics = Numerics::vllm_compatible;
-    c.num_kv_heads = 4;
-    const Problem clean = make_problem(c);
-    Problem bad = clean;
-    set_element(bad, e, 0, e == Element::query ? 1 : 70, 1, 3, NAN);
-    expect_row_poisoned(clean, bad, 0, 1, "vllm_compatible");
+    Base c = base(DType::f16, CacheFormat::fp8_e4m3, 64);
+    c.options.numerics = Numerics::vllm_compatible;
+    c.spec.num_kv_heads = 4;
+    const Case clean = uniform_case(c.spec);
+    Case bad = clean;
+    set_live(bad, e, 0, e == Element::query ? 1 : 70, 1, 3, NAN);
+    expect_row_poisoned(clean, bad, c.options, 0, 1, "vllm_compatible");
   }
 }
 
 TEST(NonFinite, Fp8CacheNaNAndInfBytes) {
   for (CacheFormat cache : {CacheFormat::fp8_e4m3, CacheFormat::fp8_e5m2}) {
     for (Element e : {Element::key, Element::value}) {
-      Config c = base(DType::f16, cache, 64);
-      c.num_kv_heads = 4;
-      const Problem clean = make_problem(c);
-      Problem bad = clean;
-      set_element(bad, e, 0, 149, 1, 0, INFINITY);  // E4M3: its NaN byte; E5M2: inf
-      expect_row_poisoned(clean, bad, 0, 1, cache_format_name(cache));
+      Base c = base(DType::f16, cache, 64);
+      c.spec.num_kv_heads = 4;
+      const Case clean = uniform_case(c.spec);
+      Case bad = clean;
+      set_live(bad, e, 0, 149, 1, 0, INFINITY);  // E4M3: its NaN byte; E5M2: inf
+      expect_row_poisoned(clean, bad, c.options, 0, 1, cache_format_name(cache));
     }
   }
 }
 
 TEST(NonFinite, SlopeNaNOrInfPoisonsItsHead) {
   for (float slope : {NAN, INFINITY, -INFINITY}) {
-    const Config c = base(DType::f16, CacheFormat::same, 64);
-    const Problem clean = make_problem(c);
-    Problem bad = clean;
-    bad.alibi[3] = slope;
-    expect_rows_poisoned(clean, bad, {{0, 3}, {1, 3}}, "slope");  // head 3 of both sequences
+    const Base c = base(DType::f16, CacheFormat::same, 64);
+    const Case clean = uniform_case(c.spec);
+    Case bad = clean;
+    bad.alibi_slopes[3] = slope;
+    expect_rows_poisoned(clean, bad, c.options, {{0, 3}, {1, 3}},
+                         "slope");  // head 3 of both sequences
   }
 }
 
 // A query element NaN in every partition of a long row: every state is (-inf, NaN) (fmaxf
 // skipped every logit); the reduce must still give NaN, not the 0 of an all-empty row.
 TEST(NonFinite, EveryPartitionPoisoned) {
-  Config c = base(DType::f32, CacheFormat::same, 64);
-  c.alibi = false;
-  const Problem clean = make_problem(c);
-  Problem bad = clean;
-  set_element(bad, Element::query, 0, 1, 0, 0, NAN);
-  const Outputs o = run_kernel(bad, Kernel::v2, "bi-v100");
-  const int P = 3;
+  Base c = base(DType::f32, CacheFormat::same, 64);
+  c.spec.alibi = false;
+  const Case clean = uniform_case(c.spec);
+  Case bad = clean;
+  set_live(bad, Element::query, 0, 1, 0, 0, NAN);
+  const Outputs o = run_kernel(bad, Kernel::v2, "bi-v100", c.options);
+  const int P = 3, H = c.spec.num_heads;
+  ASSERT_EQ(o.num_partitions, P);
   for (int p = 0; p < P; ++p) {
-    EXPECT_EQ(o.max_logits[(0 * c.num_heads + 1) * P + p], -INFINITY);
-    EXPECT_TRUE(std::isnan(o.exp_sums[(0 * c.num_heads + 1) * P + p]));
+    EXPECT_EQ(o.max_logits[(0 * H + 1) * P + p], -INFINITY);
+    EXPECT_TRUE(std::isnan(o.exp_sums[(0 * H + 1) * P + p]));
   }
-  expect_row_poisoned(clean, bad, 0, 1, "q NaN everywhere");
+  expect_row_poisoned(clean, bad, c.options, 0, 1, "q NaN everywhere");
 }
 
 // One token's logit overflows fp32 (q.k = 1e40 from finite f32 inputs): the exact softmax
@@ -180,32 +196,27 @@ TEST(NonFinite, EveryPartitionPoisoned) {
 // with the token in the middle partition. Wrong: the overflowed logit as +inf (exp(inf -
 // inf) = NaN) or dropped.
 TEST(NonFinite, OverflowingLogitSaturatesToItsToken) {
-  Config c = base(DType::f32, CacheFormat::same, 64);
-  c.alibi = false;
-  c.num_kv_heads = 4;
-  Problem p = make_problem(c);
-  const int D = c.head_size, tok = 100;
+  Base c = base(DType::f32, CacheFormat::same, 64);
+  c.spec.alibi = false;
+  c.spec.num_kv_heads = 4;
+  Case p = uniform_case(c.spec);
+  const int D = c.spec.head_size, tok = 100;
   for (int d = 0; d < D; ++d) {
-    set_element(p, Element::query, 0, 0, 0, d, 1e19);  // finite, but its logits overflow fp32
+    set_live(p, Element::query, 0, 0, 0, d, 1e19);  // finite, but its logits overflow fp32
   }
   // Token `tok` aligned with q, the others against it: logits +-1e40 * scale, past FLT_MAX.
   for (int t = 0; t < 150; ++t) {
-    for (int d = 0; d < D; ++d) set_element(p, Element::key, 0, t, 0, d, t == tok ? 1e19 : -1e19);
+    for (int d = 0; d < D; ++d) set_live(p, Element::key, 0, t, 0, d, t == tok ? 1e19 : -1e19);
   }
   const std::vector<double> want = [&] {
     std::vector<double> v(D);
-    const int blk = p.block_tables[tok / c.block_size];
-    for (int d = 0; d < D; ++d) {
-      v[d] = p.v[((static_cast<std::size_t>(blk) * c.num_kv_heads + 0) * c.block_size +
-                  tok % c.block_size) *
-                     D +
-                 d];
-    }
+    const Physical at = p.where(0, tok);
+    for (int d = 0; d < D; ++d) v[d] = p.value(at.block, KvHead{0}, at.slot, Dim{d});
     return v;
   }();
   for (const char* profile : kProfiles) {
-    for (Kernel k : {Kernel::v1, Kernel::v2}) {
-      const Outputs o = run_kernel(p, k, profile);
+    for (const KernelUnderTest& kut : kernels_under_test()) {
+      const Outputs o = run_kernel(p, kut.kernel, profile, kut.options(c.options));
       for (int d = 0; d < D; ++d) ASSERT_EQ(o.out[d], want[d]) << profile << " d " << d;
     }
   }
@@ -215,17 +226,17 @@ TEST(NonFinite, OverflowingLogitSaturatesToItsToken) {
 // the output is the mean of the values: finite (the exact logits are beyond fp32, see the
 // README). Wrong: m = -inf and exp(-inf - -inf) = NaN.
 TEST(NonFinite, EveryLogitOverflowingNegativeStaysFinite) {
-  Config c = base(DType::f32, CacheFormat::same, 64);
-  c.alibi = false;
-  c.num_kv_heads = 4;
-  Problem p = make_problem(c);
-  for (int d = 0; d < c.head_size; ++d) set_element(p, Element::query, 0, 0, 0, d, 1e19);
+  Base c = base(DType::f32, CacheFormat::same, 64);
+  c.spec.alibi = false;
+  c.spec.num_kv_heads = 4;
+  Case p = uniform_case(c.spec);
+  for (int d = 0; d < c.spec.head_size; ++d) set_live(p, Element::query, 0, 0, 0, d, 1e19);
   for (int t = 0; t < 150; ++t) {
-    for (int d = 0; d < c.head_size; ++d) set_element(p, Element::key, 0, t, 0, d, -1e19);
+    for (int d = 0; d < c.spec.head_size; ++d) set_live(p, Element::key, 0, t, 0, d, -1e19);
   }
   for (const char* profile : kProfiles) {
-    for (Kernel k : {Kernel::v1, Kernel::v2}) {
-      const Outputs o = run_kernel(p, k, profile);
+    for (const KernelUnderTest& kut : kernels_under_test()) {
+      const Outputs o = run_kernel(p, kut.kernel, profile, kut.options(c.options));
       for (double x : o.out) ASSERT_TRUE(std::isfinite(x)) << profile;
     }
   }
@@ -236,20 +247,21 @@ TEST(NonFinite, EveryLogitOverflowingNegativeStaysFinite) {
 // Wrong: inf, or NaN from a poisoned-row rule that cannot tell overflow from bad input.
 TEST(NonFinite, OverflowingValueSumStaysExact) {
   for (DType t : {DType::f32, DType::bf16}) {
-    Config c = base(t, CacheFormat::same, 64);
-    c.alibi = false;
-    c.num_kv_heads = 4;
-    Problem p = make_problem(c);
-    for (int d = 0; d < c.head_size; ++d) set_element(p, Element::query, 0, 0, 0, d, 0.0);
+    Base c = base(t, CacheFormat::same, 64);
+    c.spec.alibi = false;
+    c.spec.num_kv_heads = 4;
+    Case p = uniform_case(c.spec);
+    const int D = c.spec.head_size;
+    for (int d = 0; d < D; ++d) set_live(p, Element::query, 0, 0, 0, d, 0.0);
     for (int tok = 0; tok < 150; ++tok) {
-      for (int d = 0; d < c.head_size; ++d) {
-        set_element(p, Element::value, 0, tok, 0, d, std::ldexp(d % 2 ? 1.0 : -1.0, 127));
+      for (int d = 0; d < D; ++d) {
+        set_live(p, Element::value, 0, tok, 0, d, std::ldexp(d % 2 ? 1.0 : -1.0, 127));
       }
     }
     for (const char* profile : kProfiles) {
-      for (Kernel k : {Kernel::v1, Kernel::v2}) {
-        const Outputs o = run_kernel(p, k, profile);
-        for (int d = 0; d < c.head_size; ++d) {
+      for (const KernelUnderTest& kut : kernels_under_test()) {
+        const Outputs o = run_kernel(p, kut.kernel, profile, kut.options(c.options));
+        for (int d = 0; d < D; ++d) {
           ASSERT_EQ(o.out[d], std::ldexp(d % 2 ? 1.0 : -1.0, 127)) << profile << " d " << d;
         }
       }
@@ -262,24 +274,22 @@ TEST(NonFinite, OverflowingValueSumStaysExact) {
 // reference round it. The only finite-input case with a non-finite output, and only when
 // v_scale puts values out of the output format's range.
 TEST(NonFinite, Fp16OutputPastItsRangeRoundsToInf) {
-  Config c = base(DType::f16, CacheFormat::fp8_e4m3, 64);
-  c.alibi = false;
-  c.v_scale = 200;
-  c.num_kv_heads = 4;
-  Problem p = make_problem(c);
-  const int B = c.block_size;
+  Base c = base(DType::f16, CacheFormat::fp8_e4m3, 64);
+  c.spec.alibi = false;
+  c.spec.v_scale = 200;
+  c.spec.num_kv_heads = 4;
+  Case p = uniform_case(c.spec);
+  const int D = c.spec.head_size;
   for (int tok = 0; tok < 150; ++tok) {
-    const int blk = p.block_tables[tok / B];
-    for (int d = 0; d < c.head_size; ++d) {
-      p.value_cache[((static_cast<std::size_t>(blk) * c.num_kv_heads + 0) * c.head_size + d) * B +
-                    tok % B] = 0x7e;  // E4M3 448
+    for (int d = 0; d < D; ++d) {
+      ASSERT_EQ(set_live(p, Element::value, 0, tok, 0, d, 448 * 200.0), 448 * 200.0);  // E4M3 448
     }
   }
   for (const char* profile : kProfiles) {
-    for (Kernel k : {Kernel::v1, Kernel::v2}) {
-      const Outputs o = run_kernel(p, k, profile);
-      for (int d = 0; d < c.head_size; ++d) ASSERT_EQ(o.out[d], INFINITY) << profile;
-      for (int h = 1; h < c.num_heads; ++h) ASSERT_TRUE(std::isfinite(o.out[h * c.head_size]));
+    for (const KernelUnderTest& kut : kernels_under_test()) {
+      const Outputs o = run_kernel(p, kut.kernel, profile, kut.options(c.options));
+      for (int d = 0; d < D; ++d) ASSERT_EQ(o.out[d], INFINITY) << profile;
+      for (int h = 1; h < c.spec.num_heads; ++h) ASSERT_TRUE(std::isfinite(o.out[h * D]));
     }
   }
 }

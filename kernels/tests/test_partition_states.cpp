@@ -1,109 +1,157 @@
-// V2's intermediate states (max_logits, exp_sums, tmp_out) against the high-precision
-// reference's exact partition states (pagedattn_ref's reference_partitions, MPFR), element
-// by element, within bounds derived from the kernel's arithmetic. Wrong variants caught:
-// a partition that reads a token of its neighbour or skips one (m, s off by a whole
-// term), an exp-sum weighted twice or not at all, an unnormalized tmp_out (off by s >= 1),
-// and an empty partition that is not exactly (-inf, 0, 0).
+// V2's intermediate states (max_logits, exp_sums, tmp_out) against the exact reference's
+// partition states (pagedattn_ref's reference_partitions), judged with the proven bound:
+//  - tmp_out: V2's attention kernel runs V1's body on a partition's tokens
+//    (attention_kernel.cuh: the same code from `start` over `n` tokens, v_scale applied
+//    before the store), so theorem kernel_error_bound for V1 over exactly those tokens
+//    bounds the fp32 value it stores (Bound::fp32; tmp_out is that fp32 value under our
+//    numerics), against the partition's exact normalized output;
+//  - the (max, exp-sum) pairs: the theorem holds for every rounding error |delta| <= u of
+//    the reduce, so for the reduce's own algorithm run in double on the kernel's states
+//    (wrong_reductions.h's `right`: the same weights s_p exp(m_p - M), sums in the same
+//    order, one division; every double rounding is below u): that fold lies within V2's
+//    proven bound of the exact output. A wrong (m, s) pair moves the fold.
+//  - empty partitions are exactly (-inf, 0, 0).
+// Wrong variants caught (each run below on the kernel's own states): a partition that
+// reads a token of its neighbour or skips one (its o moves), an unnormalized tmp_out (off
+// by s >= 1), an exp-sum weighted twice (the fold moves).
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
 #include "pagedattn_ref/reference.h"
-#include "reference.h"
-#include "to_exact_problem.h"
+#include "pagedattn_testing/judge.h"
+#include "pagedattn_testing/run.h"
+#include "pagedattn_testing/uniform_case.h"
+#include "wrong_reductions.h"
 
 namespace pagedattn::test {
 namespace {
 
-// Bounds, first order in u = 2^-24 (the logit error dx as in reference.cpp):
-//  - m: the computed max of logits each within dx of the exact one: |m_hat - m| <= dx.
-//  - s = sum_i exp(x_i - m): each exponent y_i errs by 2 dx + u |y_i| (the subtraction),
-//    exp by (2 + 1.173 |y_i|) ulps (CUDA's __expf; an ulp <= 2u relative), the sum of n
-//    terms by gamma_{n-1}: relative 2 dx + (4 + 3.35 R) u + (n - 1) u, R the spread.
-//  - o: the partition's output, bounded as V2's whole output (error_bounds, which adds the
-//    reduce's terms to the partition's: an upper bound for the partition alone).
-// Factor 1.25 for second-order terms, as in reference.cpp.
-void check_states(const Config& c) {
-  const Problem p = make_problem(c);
-  const ref::PartitionStates want = ref::reference_partitions(to_ref(p), c.partition_size);
-  const std::vector<double> ob = error_bounds(p, Kernel::v2);
-  const double u = std::ldexp(1.0, -24);
-  const int S = static_cast<int>(p.seq_lens.size()), H = c.num_heads, D = c.head_size;
-  // The kernel's partitions cover max_seq_len; the reference's the longest sequence.
-  const int P = static_cast<int>((p.max_seq_len + c.partition_size - 1) / c.partition_size);
+using namespace pagedattn::testing;
+
+// Bound::fp32 of partition j of row (seq, head) per element d: V1's bound over the
+// partition's tokens, |y_p| from the reference's nearest double (within 2^-53 of it).
+std::vector<double> partition_bounds(const Case& c, int seq, int head, int j, int partition,
+                                     const std::string& profile, const ref::PartitionStates& want) {
+  const std::int64_t first = std::int64_t{j} * partition;
+  const std::int64_t end = std::min<std::int64_t>(c.seq_lens[seq], first + partition);
+  bound::RowMagnitudes row;
+  std::vector<bound::ElementMagnitudes> el(c.head_size);
+  EXPECT_TRUE(row_magnitudes(c, seq, head, first, end, &row, el.data()));
+  BoundSetup s;
+  s.warp_size = profile_warp_size(profile);  // partition_size 0: V1's bound, n = end - first
+  const bound::KernelConfig k = kernel_config(c, s);
+  std::vector<double> b(c.head_size);
+  const std::size_t r = want.index(seq, head, j);
+  for (int d = 0; d < c.head_size; ++d) {
+    bound::ElementMagnitudes m = el[d];
+    m.abs_exact = std::fabs(want.o[r * c.head_size + d]) * (1 + 0x1p-52);
+    b[d] = bound::kernel_error_bound(k, row, m).fp32;
+  }
+  return b;
+}
+
+// One row's kernel states as wrong_reductions.h reads them.
+wrong::States states_of(const Outputs& o, std::size_t row, int D) {
+  std::vector<float> tmp(static_cast<std::size_t>(o.num_partitions) * D);
+  for (std::size_t i = 0; i < tmp.size(); ++i) {
+    tmp[i] = static_cast<float>(o.tmp(row * o.num_partitions * D + i));
+  }
+  return wrong::row_states(&o.max_logits[row * o.num_partitions],
+                           &o.exp_sums[row * o.num_partitions], tmp.data(), o.num_partitions, D);
+}
+
+void check_states(const UniformSpec& spec, int partition) {
+  const Judge judge(uniform_case(spec));
+  const Case& c = judge.input();
+  const ref::PartitionStates want = ref::reference_partitions(c.exact_problem(), partition);
+  const int S = c.num_seqs, H = c.num_heads, D = c.head_size;
+  Options opt;
+  opt.partition_size = partition;
   for (const char* profile : {"bi-v100", "h200"}) {
-    const Outputs o = run_kernel(p, Kernel::v2, profile);
-    ASSERT_EQ(o.exp_sums.size(), static_cast<std::size_t>(S) * H * P);
+    const Outputs o = run_kernel(c, Kernel::v2, profile, opt);
+    // The kernel's partitions cover max_seq_len; the reference's the longest sequence.
+    const int P = o.num_partitions;
+    const std::vector<double> v2_bound = judge.bounds(bound_setup(Kernel::v2, opt, profile));
+    std::vector<double> fold;
     for (int s = 0; s < S; ++s) {
       for (int h = 0; h < H; ++h) {
-        const LogitFacts f = logit_facts(p, s, h);
+        const std::size_t row = static_cast<std::size_t>(s) * H + h;
         for (int j = 0; j < P; ++j) {
-          const std::size_t i = (static_cast<std::size_t>(s) * H + h) * P + j;
-          const bool in_ref = j < want.num_partitions;
-          const std::size_t r = in_ref ? want.index(s, h, j) : 0;
+          const std::size_t i = row * P + j;
           const std::string at = std::string(profile) + " seq " + std::to_string(s) + " head " +
                                  std::to_string(h) + " partition " + std::to_string(j);
-          if (!in_ref || want.s[r] == 0) {  // empty: exactly (-inf, 0, 0)
+          if (std::int64_t{j} * partition >= c.seq_lens[s]) {  // empty: exactly (-inf, 0, 0)
             EXPECT_EQ(o.max_logits[i], -INFINITY) << at;
             EXPECT_EQ(o.exp_sums[i], 0.0f) << at;
-            for (int d = 0; d < D; ++d) {
-              float t;
-              std::memcpy(&t, &o.tmp_out[(i * D + d) * 4], 4);
-              EXPECT_EQ(t, 0.0f) << at;
-            }
+            for (int d = 0; d < D; ++d) EXPECT_EQ(o.tmp(i * D + d), 0.0) << at;
             continue;
           }
-          const int n = std::min(p.seq_lens[s] - j * c.partition_size, c.partition_size);
-          EXPECT_LE(std::fabs(o.max_logits[i] - want.m[r]), 1.25 * f.dx + 1e-300) << at;
-          const double rel_s = 2 * f.dx + (4 + 3.35 * f.spread) * u + (n - 1) * u;
-          EXPECT_LE(std::fabs(o.exp_sums[i] - want.s[r]), 1.25 * rel_s * want.s[r]) << at;
+          const std::vector<double> b = partition_bounds(c, s, h, j, partition, profile, want);
+          const std::size_t r = want.index(s, h, j);
           for (int d = 0; d < D; ++d) {
-            float t;
-            std::memcpy(&t, &o.tmp_out[(i * D + d) * 4], 4);
-            ASSERT_LE(std::fabs(t - want.o[r * D + d]), ob[s * H + h]) << at << " d " << d;
+            ASSERT_LE(std::fabs(o.tmp(i * D + d) - want.o[r * D + d]), b[d]) << at << " d " << d;
           }
         }
+        const std::vector<double> f = wrong::reduce(wrong::Reduction::right, states_of(o, row, D));
+        fold.insert(fold.end(), f.begin(), f.end());
       }
     }
+    const Verdict v = err_over_bound(c, fold, judge.exact_output(), v2_bound);
+    EXPECT_LE(v.worst, 1.0) << profile << " fold of the kernel's states: " << v.where;
   }
 }
 
 TEST(PartitionStates, MatchReferencePartitions) {
   for (DType t : {DType::f32, DType::f16, DType::bf16}) {
-    Config c;
+    UniformSpec c;
     c.scalar = t;
     c.seq_lens = {150, 64, 1, 0};
     c.max_seq_len = 200;  // a fourth partition, empty for every sequence
-    c.partition_size = 64;
     c.alibi = t == DType::f16;
     c.seed = 90 + static_cast<int>(t);
-    check_states(c);
+    check_states(c, 64);
   }
-  Config fp8;
+  UniformSpec fp8;
   fp8.scalar = DType::f16;
   fp8.cache = CacheFormat::fp8_e5m2;
   fp8.k_scale = 0.5;
   fp8.v_scale = 2;
   fp8.seq_lens = {130, 70};
-  check_states(fp8);
+  check_states(fp8, 64);
 }
 
-// The check fails for the wrong variant it names: a tmp_out left unnormalized (o * s).
-TEST(PartitionStates, UnnormalizedPartialFailsTheCheck) {
-  Config c;
-  c.seq_lens = {150};
-  const Problem p = make_problem(c);
-  const ref::PartitionStates want = ref::reference_partitions(to_ref(p), c.partition_size);
-  const std::vector<double> ob = error_bounds(p, Kernel::v2);
+// The checks fail for the wrong variants they name, on the kernel's own states: a tmp_out
+// left unnormalized (o * s), and the exp-sum weighted twice in the fold.
+TEST(PartitionStates, WrongStatesFailTheChecks) {
+  UniformSpec spec;
+  spec.seq_lens = {150};
+  const Judge judge(uniform_case(spec));
+  const Case& c = judge.input();
+  const int D = c.head_size;
+  const ref::PartitionStates want = ref::reference_partitions(c.exact_problem(), 64);
   double worst = 0;
   for (int j = 0; j < want.num_partitions; ++j) {
+    const std::vector<double> b = partition_bounds(c, 0, 0, j, 64, "h200", want);
     const std::size_t i = want.index(0, 0, j);
-    for (int d = 0; d < c.head_size; ++d) {
-      worst = std::max(
-          worst, std::fabs(want.o[i * c.head_size + d] * want.s[i] - want.o[i * c.head_size + d]));
+    for (int d = 0; d < D; ++d) {
+      const double o = want.o[i * D + d];
+      worst = std::max(worst, std::fabs(o * want.s[i] - o) / b[d]);
     }
   }
-  EXPECT_GT(worst, ob[0]);
+  EXPECT_GT(worst, 1.0) << "an unnormalized tmp_out would pass";
+  Options opt;
+  opt.partition_size = 64;
+  const Outputs o = run_kernel(c, Kernel::v2, "h200", opt);
+  std::vector<double> fold;
+  for (int h = 0; h < c.num_heads; ++h) {
+    const std::vector<double> f = wrong::reduce(wrong::Reduction::exp_sum_twice,
+                                                states_of(o, static_cast<std::size_t>(h), D));
+    fold.insert(fold.end(), f.begin(), f.end());
+  }
+  const Verdict v = err_over_bound(c, fold, judge.exact_output(),
+                                   judge.bounds(bound_setup(Kernel::v2, opt, "h200")));
+  EXPECT_GT(v.worst, 1.0) << "an exp-sum weighted twice would pass";
 }
 
 }  // namespace

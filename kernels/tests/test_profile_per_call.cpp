@@ -24,19 +24,19 @@ namespace pagedattn::digest {
 namespace {
 
 // Every 9th case of the digest grid (dtypes, caches, numerics, head sizes, inputs), V1 and V2.
-std::vector<std::pair<Case, Problem>> cases() {
-  std::vector<std::pair<Case, Problem>> r;
+std::vector<std::pair<Setting, testing::Case>> cases() {
+  std::vector<std::pair<Setting, testing::Case>> r;
   const auto g = grid();
   for (std::size_t i = 0; i < g.size(); i += 9)
     r.emplace_back(g[i].first, make(g[i].first, g[i].second));
   return r;
 }
 
-std::vector<std::uint64_t> digests(const std::vector<std::pair<Case, Problem>>& cs,
+std::vector<std::uint64_t> digests(const std::vector<std::pair<Setting, testing::Case>>& cs,
                                    const Backend& backend) {
   std::vector<std::uint64_t> d;
-  for (const auto& [c, p] : cs)
-    for (Kernel k : {Kernel::v1, Kernel::v2}) d.push_back(run(c, p, k, backend));
+  for (const auto& [s, c] : cs)
+    for (Kernel k : {Kernel::v1, Kernel::v2}) d.push_back(run(s, c, k, backend));
   return d;
 }
 

@@ -5,7 +5,8 @@
 #include <emu/cuda_runtime.h>
 #include "pagedattn/resources.h"
 #include "pagedattn/version_select.h"
-#include "reference.h"
+#include "pagedattn_testing/run.h"
+#include "pagedattn_testing/uniform_case.h"
 
 namespace pagedattn::test {
 namespace {
@@ -57,7 +58,7 @@ TEST(Resources, V1RefusedOnBiV100JustPastItsSharedMemory) {
   // next use_profile: AddressSanitizer's heap-use-after-free, scripts/test.d/20-sanitizers.sh).
   const emu::Profile prof = emu::current_profile();
   ASSERT_EQ(prof.warp_size, 64);
-  Config c;
+  testing::UniformSpec c;
   c.scalar = DType::f16;
   c.head_size = 128;
   c.block_size = 16;
@@ -66,12 +67,12 @@ TEST(Resources, V1RefusedOnBiV100JustPastItsSharedMemory) {
   c.seq_lens = {40};
   const std::int64_t L = v1_max_seq_len(64, 128, 16, prof.shared_memory_per_block_optin);
   c.max_seq_len = static_cast<int>(L);
-  const Problem fits = make_problem(c);
-  EXPECT_NO_THROW(run_kernel(fits, Kernel::v1, "bi-v100"));
+  const testing::Case fits = testing::uniform_case(c);
+  EXPECT_NO_THROW(testing::run_kernel(fits, Kernel::v1, "bi-v100"));
   c.max_seq_len = static_cast<int>(L + 1);
-  const Problem refused = make_problem(c);
+  const testing::Case refused = testing::uniform_case(c);
   try {
-    const Outputs o = run_kernel(refused, Kernel::v1, "bi-v100");
+    const testing::Outputs o = testing::run_kernel(refused, Kernel::v1, "bi-v100");
     ADD_FAILURE() << "V1 launched at max_seq_len " << L + 1;
   } catch (const LaunchError& e) {
     const std::string m = e.what();
@@ -80,7 +81,9 @@ TEST(Resources, V1RefusedOnBiV100JustPastItsSharedMemory) {
     EXPECT_NE(m.find(std::to_string(L)), std::string::npos) << m;
   }
   // V2 runs the same call.
-  EXPECT_NO_THROW(run_kernel(refused, Kernel::v2, "bi-v100"));
+  Options v2;
+  v2.partition_size = 64;
+  EXPECT_NO_THROW(testing::run_kernel(refused, Kernel::v2, "bi-v100", v2));
 }
 
 // num_seqs, num_heads, max_seq_len; head 128, block 16, partitions of 512.

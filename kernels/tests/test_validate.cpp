@@ -4,14 +4,18 @@
 
 #include <cstring>
 #include <functional>
-#include "reference.h"
+#include "pagedattn/api.h"
+#include "pagedattn_testing/uniform_case.h"
 
 namespace pagedattn::test {
 namespace {
 
+using testing::Case;
+using Config = testing::UniformSpec;
+
 // All arguments of a V1/V2 call, valid by default; a test breaks one.
 struct Call {
-  Problem p;
+  Case p;
   std::vector<std::uint8_t> out, tmp;
   std::vector<float> exp_sums, max_logits;
   TensorView out_v, q_v, k_v, v_v, bt_v, sl_v, alibi_v, es_v, ml_v, tmp_v;
@@ -22,28 +26,28 @@ struct Call {
   Backend backend = Backend::emulator("h200");
   Options options;
 
-  explicit Call(const Config& c) : p(make_problem(c)) {
-    const std::int64_t S = p.seq_lens.size(), H = c.num_heads, D = c.head_size, B = c.block_size;
-    const std::int64_t P = (p.max_seq_len + c.partition_size - 1) / c.partition_size;
+  // V2 at 64 tokens per partition: two partitions for the longer sequence of base().
+  explicit Call(const Config& c) : p(testing::uniform_case(c)) {
+    const std::int64_t S = p.num_seqs, H = c.num_heads, D = c.head_size,
+                       P = (p.max_seq_len + 63) / 64;
     out.assign(S * H * D * dtype_size(c.scalar), 0xab);
     tmp.assign(S * H * P * D * 4, 0xab);
     exp_sums.assign(S * H * P, 12345.f);
     max_logits.assign(S * H * P, 12345.f);
-    const DType cd = c.cache == CacheFormat::same ? c.scalar : DType::u8;
+    const AttentionCall in = p.call();
     out_v = TensorView::contiguous(out.data(), c.scalar, {S, H, D});
-    q_v = TensorView::contiguous(p.query.data(), c.scalar, {S, H, D});
-    k_v = TensorView::contiguous(p.key_cache.data(), cd,
-                                 {p.num_blocks, c.num_kv_heads, D / p.x, B, p.x});
-    v_v = TensorView::contiguous(p.value_cache.data(), cd, {p.num_blocks, c.num_kv_heads, D, B});
-    bt_v = TensorView::contiguous(p.block_tables.data(), DType::i32, {S, p.max_blocks_per_seq});
-    sl_v = TensorView::contiguous(p.seq_lens.data(), DType::i32, {S});
+    q_v = in.query;
+    k_v = in.key_cache;
+    v_v = in.value_cache;
+    bt_v = in.block_tables;
+    sl_v = in.seq_lens;
     es_v = TensorView::contiguous(exp_sums.data(), DType::f32, {S, H, P});
     ml_v = TensorView::contiguous(max_logits.data(), DType::f32, {S, H, P});
     tmp_v = TensorView::contiguous(tmp.data(), DType::f32, {S, H, P, D});
     num_kv_heads = c.num_kv_heads;
-    block_size = B;
+    block_size = c.block_size;
     max_seq_len = p.max_seq_len;
-    options.partition_size = c.partition_size;
+    options.partition_size = 64;
     if (c.cache != CacheFormat::same) kv_cache_dtype = "fp8";
   }
   void v1() {
@@ -76,7 +80,6 @@ Config base() {
   c.num_heads = 4;
   c.num_kv_heads = 2;
   c.seq_lens = {20, 70};
-  c.partition_size = 64;
   return c;
 }
 
@@ -116,7 +119,7 @@ TEST(Validate, Fp8CacheWithHeadSize120) {
   Config c = base();
   c.head_size = 120;
   c.cache = CacheFormat::fp8_e4m3;
-  // The test's tensors say head_size/x = 7 (floor); the rule rejects before any shape check.
+  // The rule rejects before any shape check (the case's tensors round head_size/x up to 8).
   expect_rejected([](Call&) {}, "not a multiple of x = 16", c);
 }
 
@@ -134,7 +137,7 @@ TEST(Validate, BlockIdOutOfRange) {
 }
 
 TEST(Validate, UnusedBlockTableEntriesAreNotChecked) {
-  Call call(base());  // entries past each sequence hold 1 << 28 (reference.cpp)
+  Call call(base());  // entries past each sequence hold 1 << 28 (uniform_case)
   EXPECT_NO_THROW(call.v1());
 }
 

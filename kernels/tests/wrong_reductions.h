@@ -1,5 +1,5 @@
-// Host implementations of V2 reductions known to be wrong (NUMERICS.md "Known-wrong
-// reductions", issue 7 item 3a), beside the right one, for tests that must show they can
+// Host implementations of V2 reductions known to be wrong (docs/NUMERICS.md, "Reductions
+// known to be wrong"; issue 7 item 3a), beside the right one, for tests that must show they can
 // fail: a test runs a wrong variant once on its own states and asserts that its check
 // rejects the result. Each takes one row's partition states (m_p, s_p, o_p) as the V2
 // kernel writes them (o_p normalized by s_p; an empty state is (-inf, 0, anything)) and

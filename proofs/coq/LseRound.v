@@ -770,7 +770,7 @@ Qed.
       |acc - sum_p w_p o_p|      <= ((1 + u)^P - 1) * sum_p w_p |o_p|,
     and the result acc / total, rounded, against sum_p w_p o_p / sum_p w_p, relative to
     sum_p w_p |o_p| / sum_p w_p, within (1 + u)^(P+1) / (2 - (1 + u)^(P-1)) - 1
-    (about 2 P u). These are the reduce's summation constants of error_bound.md. *)
+    (about 2 P u). These are the reduce's summation constants of proofs/error_bound.md. *)
 Theorem weighted_sum_error : forall fe e G M l,
   0 <= e <= 1 -> ws_ok fe e G M l (0, 0) ->
   let r := ws_fold fe M l (0, 0) in

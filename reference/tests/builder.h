@@ -1,5 +1,10 @@
-// Test problems in vLLM's layout, written from logical per-slot values by the tests' own layout
-// code. Slots that no token reads hold NaN (or a NaN byte) so a read past seq_len shows.
+// The reference tests' generator: problems in vLLM's layout, written from logical per-slot
+// values through the one KV layout (pagedattn_testing/kv_layout.h, dependency-free; its
+// agreement with the reference's own gather is test_gather_layout.cpp). The element
+// encoders are the reference's own (formats.h), so nothing here comes from the kernels
+// (reference/ may not see kernels/: testing::Case is built by the kernels' encoders and
+// carries their views, so these tests keep their own owned buffers, `Case` below). Slots
+// that no token reads hold NaN (or a NaN byte) so a read past seq_len shows.
 #pragma once
 
 #include <cmath>
@@ -12,6 +17,7 @@
 
 #include "pagedattn_ref/formats.h"
 #include "pagedattn_ref/reference.h"
+#include "pagedattn_testing/kv_layout.h"
 
 namespace pagedattn::ref::testing {
 
@@ -106,8 +112,8 @@ inline Case build(const Spec& sp) {
     for (int h = 0; h < sp.heads; ++h) c.slopes.push_back(std::ldexp(1.0f, -(h % 8 + 1)));
   }
   const int hs = sp.head_size, bs = sp.block_size, kvh = sp.kv_heads, es = esize(sp.cache);
-  const int x = 16 / es;
-  size_t cache_elems = size_t(p.num_blocks) * kvh * hs * bs;
+  const pagedattn::testing::KvLayout layout = pagedattn::testing::KvLayout::of(kvh, hs, bs, es);
+  size_t cache_elems = size_t(p.num_blocks) * layout.value_block_elements();
   uint32_t nanb = is_fp8(sp.cache)         ? 0x7F
                   : sp.cache == DType::f32 ? 0x7FC00000u
                   : sp.cache == DType::f16 ? 0x7E00u
@@ -143,8 +149,10 @@ inline Case build(const Spec& sp) {
     c.slot_of[{b, o}] = tok;
     for (int g = 0; g < kvh; ++g)
       for (int d = 0; d < hs; ++d) {
-        size_t ki = ((size_t(b) * kvh + g) * (hs / x) + d / x) * bs * x + size_t(o) * x + d % x;
-        size_t vi = ((size_t(b) * kvh + g) * hs + d) * bs + o;
+        using pagedattn::testing::Block, pagedattn::testing::Dim, pagedattn::testing::KvHead,
+            pagedattn::testing::Slot;
+        const size_t ki = size_t(layout.key(Block{b}, KvHead{g}, Slot{o}, Dim{d}));
+        const size_t vi = size_t(layout.value(Block{b}, KvHead{g}, Slot{o}, Dim{d}));
         if (is_fp8(sp.cache)) {
           put(c.kc, ki, sp.kgen ? uint32_t(sp.kgen(rng, tok, g, d)) : random_fp8(rng, sp.cache), 1);
           put(c.vc, vi, sp.vgen ? uint32_t(sp.vgen(rng, tok, g, d)) : random_fp8(rng, sp.cache), 1);

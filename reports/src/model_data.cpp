@@ -223,42 +223,4 @@ json published_section() {
   return {{"times", rows}, {"bandwidth", bw}};
 }
 
-json gpu_section(const std::string& gpu_dir) {
-  namespace fs = std::filesystem;
-  const fs::path bench = fs::path(gpu_dir) / "gpu_bench.json";
-  std::ifstream f(bench);
-  if (!f) return nullptr;
-  json j = json::parse(f, nullptr, false);
-  if (j.is_discarded() || !j.contains("cases"))
-    return {{"error", bench.string() + " is not valid"}};
-  std::string device = j.value("device", "");
-  std::string lower = device;
-  std::transform(lower.begin(), lower.end(), lower.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  std::string profile;
-  for (const char* p : {"h200", "a100"})
-    if (lower.find(p) != std::string::npos) profile = p;
-  const fs::path probe = fs::path(gpu_dir) / "device_profile.json";
-  if (profile.empty() && fs::exists(probe)) profile = probe.string();
-  j["model_profile"] = profile.empty() ? json(nullptr) : json(profile);
-  if (profile.empty()) return j;
-  const perf::Device d = perf::load_device(profile);
-  for (auto& c : j["cases"]) {
-    perf::Workload w;
-    w.num_seqs = c.value("num_seqs", 1);
-    w.num_heads = c.value("num_heads", 32);
-    w.num_kv_heads = c.value("num_kv_heads", 8);
-    w.head_size = c.value("head_size", 128);
-    w.max_seq_len = c.value("seq_len", 1000);
-    const perf::Estimate e = perf::estimate(d, w);
-    const std::string k = c.value("kernel", "");
-    const double t = k == "v1"       ? e.v1_us
-                     : k == "v2"     ? e.v2.time_us
-                     : k == "reduce" ? e.reduce.time_us
-                                     : e.v2_us;
-    c["model_us"] = nullable(t);
-  }
-  return j;
-}
-
 }  // namespace pagedattn::report

@@ -13,7 +13,9 @@
 
 #include "emu/checks.h"
 #include "emu/profile.h"
+#include "checks_section.h"
 #include "grids.h"
+#include "gpu_data.h"
 #include "model_data.h"
 #include "pagedattn_audit/report.h"
 #include "pagedattn_audit/runner.h"
@@ -41,6 +43,23 @@ std::vector<audit::CaseResult> run_counted(const audit::Config& c, Progress& pr,
   long done = 0;
   pr.stage(stage, case_count(c));
   return audit::run_grid(c, [&](const audit::CaseResult&) { pr.step(++done); });
+}
+
+// What memcheck checked in shared memory over `launches` launches, `exact` of them running
+// instrumented kernel code (emulator/README.md, "What memcheck sees in shared memory").
+std::string memcheck_coverage_words(unsigned long long launches, unsigned long long exact) {
+  std::string s = "device memory to the byte; ";
+  if (launches > 0 && exact == launches)
+    return s + "shared memory to the byte (kernels instrumented)";
+  if (exact)
+    s += "shared memory to the byte in " + std::to_string(exact) + " of " +
+         std::to_string(launches) + " launches, in the others ";
+  else
+    s += "shared memory ";
+  return s +
+         "by guard pages and canaries only (kernels not instrumented): reads past the launch's "
+         "dynamic size within the next 4 KB unseen, writes there found after the block, static "
+         "arrays unchecked";
 }
 
 }  // namespace
@@ -109,10 +128,12 @@ int run_report(const ReportOptions& o) {
   // Emulator checks: a small grid with memcheck, racecheck, synccheck and initcheck.
   {
     const unsigned before = emu::enabled_checks();
+    const emu::MemcheckCoverage covered = emu::memcheck_coverage();
     emu::set_checks(emu::parse_checks("all"));
     const audit::Config c = checks_grid(o);
     auto r = run_counted(c, pr, "emulator checks");
     emu::set_checks(before);
+    const emu::MemcheckCoverage now = emu::memcheck_coverage();
     json per_profile = json::object();
     for (const auto& p : names) per_profile[p] = {{"cases", 0}, {"findings", json::array()}};
     for (const auto& row : r) {
@@ -128,6 +149,8 @@ int run_report(const ReportOptions& o) {
                                 "4 heads over 2 KV heads, head size 64, f16, seq_len "
                                 "100 and 700, V1 and V2"},
                                {"profiles", per_profile}};
+    data["emulator_checks"]["memcheck"] = memcheck_coverage_words(
+        now.launches - covered.launches, now.instrumented - covered.instrumented);
   }
 
   pr.stage("limits and performance model", 0);
@@ -135,10 +158,18 @@ int run_report(const ReportOptions& o) {
   data["model"] = model_section(o.profiles);
   data["published"] = published_section();
   data["gpu"] = gpu_section(o.gpu_dir);
+  {
+    json checks = checks_section(o.checks_dir);
+    // The GPU bundle's run writes its check (torch_check.json) beside its other results.
+    for (const auto& row : checks_section(o.gpu_dir)["rows"]) checks["rows"].push_back(row);
+    data["implementations_checked"] = checks;
+  }
+  data["targets"] = targets_section(o.targets_dir);
   data["inputs"] = {
       {"campaign", (fs::path(o.properties_dir) / "campaign.json").string()},
       {"mutation", (fs::path(o.properties_dir) / "mutation.json").string()},
       {"gpu_dir", o.gpu_dir},
+      {"targets_dir", o.targets_dir},
   };
   data["elapsed_s"] =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

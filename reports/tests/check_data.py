@@ -1,7 +1,7 @@
 """Checks report-data.json of `pagedattn report --quick --no-render --profile bi-v100,h200
 --gpu tests/fixture/gpu`: the C++ side's sections (catches a section missing, keyed by a
 path instead of the profile's name, a GPU case without the model beside it, or the
-emulator-checks grid not run).
+emulator-checks grid not run, or memcheck's coverage misstated).
 
 usage: /usr/bin/python3 check_data.py OUT_DIR
 """
@@ -24,6 +24,10 @@ if d["limits"]["bi-v100"]["v1_max_seq_len"] != 12144:
 ec = d["emulator_checks"]["profiles"]
 if any(ec[p]["cases"] != 4 or not ec[p]["clean"] for p in ("bi-v100", "h200")):
     bad.append(f"emulator checks {ec}")
+# pagedattn's kernels are not instrumented: memcheck must not claim byte-exact shared memory.
+mc = d["emulator_checks"].get("memcheck", "")
+if "shared memory by guard pages and canaries only" not in mc:
+    bad.append(f"memcheck coverage {mc!r}")
 if not audit["cases"] or any(r["numerics"] not in ("ours", "vllm", "vllm_partials_only",
                                                    "vllm_epsilon_only", "vllm_round_p_only")
                              for r in audit["cases"]):

@@ -1,6 +1,7 @@
 // `pagedattn` end to end, run as a user runs it: generated replay folders on bi-v100,
-// outputs against a double-precision reference, V1's shared-memory refusal, one named
-// error per validation rule with nothing written, usage errors and `limits`.
+// outputs against the exact reference within the proven bound, V1's shared-memory
+// refusal, one named error per validation rule with nothing written, usage errors and
+// `limits`.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -13,13 +14,16 @@
 #include <regex>
 #include <sstream>
 
+#include "cli_replay.h"
 #include "pagedattn/resources.h"
+#include "pagedattn_testing/judge.h"
 #include "replay_writer.h"
 
 namespace {
 
 namespace fs = std::filesystem;
-using tools_test::Replay;
+using pagedattn::testing::Case;
+using tools_test::Files;
 using tools_test::ReplaySpec;
 
 struct Result {
@@ -59,84 +63,37 @@ bool empty_or_missing(const fs::path& dir) {
   return !fs::exists(dir) || fs::is_empty(dir);
 }
 
-// Tolerance, per output element, from the unit roundoffs: u = 2^-24 for the fp32 the
-// kernel computes in, u_out for the output dtype (2^-24 f32, 2^-11 f16, 2^-8 bf16).
-// Inputs are exactly representable, so the reference sees the same values. The output
-// is a convex combination of values, |out| <= max|v|, and
-//  - rounding it to the output dtype costs u_out * max|v|;
-//  - an error delta in the logits moves sum_i p_i v_i by at most 2 * max|delta| * max|v|
-//    (dp_i = p_i (delta_i - sum_j p_j delta_j)). A fp32 dot product of D terms errs by
-//    at most ~D u sum|q_i k_i| (then times scale), the ALiBi term by ~2 u |slope L|, and
-//    __expf's relative error (at most 2 + 1.173 |x| ulp, |x| <= the logit spread 2 * Lg)
-//    acts like a logit error of that many u;
-//  - the sums over L tokens (softmax denominator, P.V) and the partition merge add a
-//    relative ~(L + 64) u.
-// So tol = max|v| * (u_out + u * (2 * (D + 2) * scale * sum|qk| + 4 |slope| L
-//                                 + 2 * (2 + 2.35 Lg) + L + 64)), doubled as a safety factor
-// for the first-order analysis.
-double tolerance(const Replay& r, double scale, int s, int h, double u_out) {
-  const ReplaySpec& sp = r.spec;
-  const int D = sp.head_size, KVH = sp.num_kv_heads, L = sp.seq_lens[s];
-  const int kvh = h / (sp.num_heads / KVH);
-  double max_v = 0, max_qk = 0;
-  for (int t = 0; t < L; ++t) {
-    double qk = 0;
-    for (int d = 0; d < D; ++d) {
-      const std::size_t i = ((static_cast<std::size_t>(s) * r.max_len + t) * KVH + kvh) * D + d;
-      qk += std::fabs(r.q[(static_cast<std::size_t>(s) * sp.num_heads + h) * D + d] * r.k[i]);
-      max_v = std::max(max_v, std::fabs(r.v[i]));
-    }
-    max_qk = std::max(max_qk, qk);
-  }
-  const double slope = sp.alibi ? std::fabs(r.alibi[h]) : 0.0;
-  const double logit_bound = scale * max_qk + slope * L;
-  const double u = std::ldexp(1.0, -24);
-  return 2 * max_v *
-         (u_out + u * (2 * (D + 2) * scale * max_qk + 4 * slope * L + 2 * (2 + 2.35 * logit_bound) +
-                       L + 64));
-}
-
-double unit_roundoff(const std::string& scalar) {
-  return scalar == "f32"   ? std::ldexp(1.0, -24)
-         : scalar == "f16" ? std::ldexp(1.0, -11)
-                           : std::ldexp(1.0, -8);
-}
-
-void expect_matches_reference(const Replay& r, const fs::path& file, double scale) {
+// The output in `file` against the exact reference of `c` with `scale`, within the proven
+// bound (kernel_error_bound) of `kernel` at `partition_size` on bi-v100 (warp 64): what
+// `pagedattn run` wrote must be what the kernels compute, to the element's own bound.
+pagedattn::testing::Verdict judged(Case c, const fs::path& file, double scale,
+                                   pagedattn::Kernel kernel, int partition_size) {
+  c.scale = pagedattn::testing::float_value(scale);  // the float the kernels use
   const npy::Array a = npy::load(file.string());
-  const int S = static_cast<int>(r.spec.seq_lens.size()), H = r.spec.num_heads,
-            D = r.spec.head_size;
-  ASSERT_EQ(a.shape, (std::vector<std::int64_t>{S, H, D}));
-  ASSERT_EQ(a.descr, r.files.at("query").descr);
-  const std::vector<double> got = tools_test::decode(a),
-                            want = tools_test::reference_output(r, scale);
-  int bad = 0;
-  for (int s = 0; s < S; ++s) {
-    for (int h = 0; h < H; ++h) {
-      const double tol = tolerance(r, scale, s, h, unit_roundoff(r.spec.scalar));
-      for (int d = 0; d < D; ++d) {
-        const std::size_t i = (static_cast<std::size_t>(s) * H + h) * D + d;
-        if (!(std::fabs(got[i] - want[i]) <= tol) && bad++ < 5) {
-          ADD_FAILURE() << file << " [" << s << ", " << h << ", " << d << "]: got " << got[i]
-                        << ", reference " << want[i] << ", tolerance " << tol;
-        }
-      }
-    }
-  }
-  EXPECT_EQ(bad, 0);
+  EXPECT_EQ(a.shape, (std::vector<std::int64_t>{c.num_seqs, c.num_heads, c.head_size}));
+  EXPECT_EQ(a.descr, cli::npy_descr(c.scalar));
+  const pagedattn::testing::Judge judge(c);
+  pagedattn::Options opt;
+  opt.partition_size = partition_size;
+  return judge.verdict(tools_test::decode(a), kernel, opt, "bi-v100");
+}
+void expect_matches_reference(const Case& c, const fs::path& file, double scale,
+                              pagedattn::Kernel kernel, int partition_size = 512) {
+  const pagedattn::testing::Verdict v = judged(c, file, scale, kernel, partition_size);
+  EXPECT_LE(v.worst, 1.0) << file << ": " << v.where;
 }
 
 class RunEndToEnd : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {};
 
-TEST_P(RunEndToEnd, MatchesDoubleReferenceOnBiV100) {
+TEST_P(RunEndToEnd, MatchesTheExactReferenceOnBiV100) {
   const auto [scalar, cache] = GetParam();
   const fs::path dir = temp_dir();
   ReplaySpec spec;
   spec.scalar = scalar;
   spec.cache = cache;
   spec.kv_scale = cache == "auto" ? 1.0 : 0.5;
-  const Replay r = tools_test::make_replay(spec);
-  tools_test::write_replay(r, (dir / "in").string());
+  const Case r = tools_test::make_case(spec);
+  tools_test::write_replay(tools_test::replay_files(r), (dir / "in").string());
   std::string flags = " --kernel both --partition-size 64";
   if (scalar == "bf16") flags += " --bf16";
   if (cache != "auto") flags += " --kv-cache-dtype " + cache + " --k-scale 0.5 --v-scale 0.5";
@@ -144,8 +101,8 @@ TEST_P(RunEndToEnd, MatchesDoubleReferenceOnBiV100) {
       run_cli("run " + (dir / "in").string() + " --out " + (dir / "out").string() + flags, dir);
   ASSERT_EQ(res.code, 0) << res.err;
   const double scale = 1.0 / std::sqrt(64.0);
-  expect_matches_reference(r, dir / "out" / "out_v2.npy", scale);
-  expect_matches_reference(r, dir / "out" / "out_v1.npy", scale);
+  expect_matches_reference(r, dir / "out" / "out_v2.npy", scale, pagedattn::Kernel::v2, 64);
+  expect_matches_reference(r, dir / "out" / "out_v1.npy", scale, pagedattn::Kernel::v1);
   // V2's partition states: [num_seqs, num_heads, ceil(150 / 64) = 3] in fp32.
   for (const char* name : {"exp_sums", "max_logits"}) {
     const npy::Array a = npy::load((dir / "out" / (std::string(name) + ".npy")).string());
@@ -171,13 +128,16 @@ TEST(Run, ScaleFlagIsUsed) {
   ReplaySpec spec;
   spec.seq_lens = {40};
   spec.alibi = false;
-  const Replay r = tools_test::make_replay(spec);
-  tools_test::write_replay(r, (dir / "in").string());
+  const Case r = tools_test::make_case(spec);
+  tools_test::write_replay(tools_test::replay_files(r), (dir / "in").string());
   const Result res = run_cli("run " + (dir / "in").string() + " --out " + (dir / "out").string() +
                                  " --kernel v2 --scale 0.3",
                              dir);
   ASSERT_EQ(res.code, 0) << res.err;
-  expect_matches_reference(r, dir / "out" / "out_v2.npy", 0.3);
+  expect_matches_reference(r, dir / "out" / "out_v2.npy", 0.3, pagedattn::Kernel::v2);
+  // Judged with the default scale (head_size^-0.5) the same output is far outside: the
+  // flag reached the kernels.
+  EXPECT_GT(judged(r, dir / "out" / "out_v2.npy", 0.125, pagedattn::Kernel::v2, 512).worst, 1.0);
   EXPECT_FALSE(fs::exists(dir / "out" / "out_v1.npy"));
   fs::remove_all(dir);
 }
@@ -187,24 +147,24 @@ TEST(Run, EmptySequenceInTheBatch) {
   const fs::path dir = temp_dir();
   ReplaySpec spec;
   spec.seq_lens = {0, 40, 0};
-  const Replay r = tools_test::make_replay(spec);
-  tools_test::write_replay(r, (dir / "in").string());
+  const Case r = tools_test::make_case(spec);
+  tools_test::write_replay(tools_test::replay_files(r), (dir / "in").string());
   const Result res =
       run_cli("run " + (dir / "in").string() + " --out " + (dir / "out").string(), dir);
   ASSERT_EQ(res.code, 0) << res.err;
-  expect_matches_reference(r, dir / "out" / "out_v1.npy", 1.0 / 8);
-  expect_matches_reference(r, dir / "out" / "out_v2.npy", 1.0 / 8);
+  expect_matches_reference(r, dir / "out" / "out_v1.npy", 1.0 / 8, pagedattn::Kernel::v1);
+  expect_matches_reference(r, dir / "out" / "out_v2.npy", 1.0 / 8, pagedattn::Kernel::v2);
 
   // Only empty sequences: max_seq_len 0, so V2 has no partitions at all.
   spec.seq_lens = {0, 0};
-  const Replay empty = tools_test::make_replay(spec);
+  const Case empty = tools_test::make_case(spec);
   fs::remove_all(dir / "in");
-  tools_test::write_replay(empty, (dir / "in").string());
+  tools_test::write_replay(tools_test::replay_files(empty), (dir / "in").string());
   const Result res0 =
       run_cli("run " + (dir / "in").string() + " --out " + (dir / "out").string(), dir);
   ASSERT_EQ(res0.code, 0) << res0.err;
-  expect_matches_reference(empty, dir / "out" / "out_v1.npy", 1.0 / 8);
-  expect_matches_reference(empty, dir / "out" / "out_v2.npy", 1.0 / 8);
+  expect_matches_reference(empty, dir / "out" / "out_v1.npy", 1.0 / 8, pagedattn::Kernel::v1);
+  expect_matches_reference(empty, dir / "out" / "out_v2.npy", 1.0 / 8, pagedattn::Kernel::v2);
   EXPECT_EQ(npy::load((dir / "out" / "exp_sums.npy").string()).shape,
             (std::vector<std::int64_t>{2, 4, 0}));
   fs::remove_all(dir);
@@ -221,8 +181,8 @@ TEST(Run, V1RefusesTooLongSequenceOnBiV100AndV2StillWrites) {
   const int longest = static_cast<int>(pagedattn::v1_max_seq_len(64, 32, 16, 48 * 1024));
   ASSERT_GT(longest, 0);
   spec.seq_lens = {longest + 16};
-  const Replay r = tools_test::make_replay(spec);
-  tools_test::write_replay(r, (dir / "in").string());
+  const Case r = tools_test::make_case(spec);
+  tools_test::write_replay(tools_test::replay_files(r), (dir / "in").string());
   const std::string base = "run " + (dir / "in").string() + " --out " + (dir / "out").string();
 
   Result res = run_cli(base + " --kernel v1", dir);
@@ -235,7 +195,8 @@ TEST(Run, V1RefusesTooLongSequenceOnBiV100AndV2StillWrites) {
   EXPECT_NE(res.err.find("shared memory"), std::string::npos) << res.err;
   EXPECT_FALSE(fs::exists(dir / "out" / "out_v1.npy"));
   ASSERT_TRUE(fs::exists(dir / "out" / "out_v2.npy"));
-  expect_matches_reference(r, dir / "out" / "out_v2.npy", 1.0 / std::sqrt(32.0));
+  expect_matches_reference(r, dir / "out" / "out_v2.npy", 1.0 / std::sqrt(32.0),
+                           pagedattn::Kernel::v2, 4096);
   fs::remove_all(dir);
 }
 
@@ -243,7 +204,7 @@ TEST(Run, V1RefusesTooLongSequenceOnBiV100AndV2StillWrites) {
 // exit code is 1 and the output folder is not even created.
 struct Rule {
   std::string name;
-  std::function<void(Replay&)> mutate;
+  std::function<void(Files&)> mutate;
   std::string file;  // expected in the message
   std::string rule;  // expected in the message
   std::string flags = "";
@@ -261,20 +222,20 @@ TEST(Run, EachValidationRuleNamesTheFileAndWritesNothing) {
   const fs::path dir = temp_dir();
   ReplaySpec spec;
   spec.seq_lens = {20, 33};
-  const Replay good = tools_test::make_replay(spec);
+  const Files good = tools_test::replay_files(tools_test::make_case(spec));
   const std::vector<Rule> rules = {
-      {"missing query", [](Replay& r) { r.files.erase("query"); }, "query.npy", "missing"},
+      {"missing query", [](Files& r) { r.erase("query"); }, "query.npy", "missing"},
       {"query float64",
-       [](Replay& r) {
-         r.files["query"].descr = "<f8";
-         r.files["query"] = with_shape(r.files["query"], {2, 4, 64});
+       [](Files& r) {
+         r["query"].descr = "<f8";
+         r["query"] = with_shape(r["query"], {2, 4, 64});
        },
        "query.npy", "dtype"},
       {"bf16 bits without flag",
-       [](Replay& r) {
-         r.files["query"] = with_shape(
+       [](Files& r) {
+         r["query"] = with_shape(
              [&] {
-               auto a = r.files["query"];
+               auto a = r["query"];
                a.descr = "<u2";
                return a;
              }(),
@@ -282,104 +243,104 @@ TEST(Run, EachValidationRuleNamesTheFileAndWritesNothing) {
        },
        "query.npy", "--bf16"},
       {"query 2-D",
-       [](Replay& r) {
-         r.files["query"] = with_shape(r.files["query"], {8, 64});
+       [](Files& r) {
+         r["query"] = with_shape(r["query"], {8, 64});
        },
        "query.npy", "3 dimensions"},
       {"head size",
-       [](Replay& r) {
-         r.files["query"] = with_shape(r.files["query"], {2, 4, 48});
+       [](Files& r) {
+         r["query"] = with_shape(r["query"], {2, 4, 48});
        },
        "query.npy", "head_size"},
       {"cache dtype",
-       [](Replay& r) {
-         auto& a = r.files["key_cache"];
+       [](Files& r) {
+         auto& a = r["key_cache"];
          a.descr = "<f2";
          a = with_shape(a, a.shape);
        },
        "key_cache.npy", "the query's dtype"},
       {"cache x",
-       [](Replay& r) {
-         auto& a = r.files["key_cache"];
+       [](Files& r) {
+         auto& a = r["key_cache"];
          a = with_shape(a, {a.shape[0], 2, 8, 16, 8});
        },
        "key_cache.npy", "x = 16"},
       {"block size",
-       [](Replay& r) {
-         auto& a = r.files["key_cache"];
+       [](Files& r) {
+         auto& a = r["key_cache"];
          a = with_shape(a, {a.shape[0], 2, 16, 12, 4});
        },
        "key_cache.npy", "block_size"},
       {"kv heads",
-       [](Replay& r) {
-         auto& a = r.files["key_cache"];
+       [](Files& r) {
+         auto& a = r["key_cache"];
          a = with_shape(a, {a.shape[0], 3, 16, 16, 4});
        },
        "key_cache.npy", "num_kv_heads"},
       {"value blocks",
-       [](Replay& r) {
-         auto& a = r.files["value_cache"];
+       [](Files& r) {
+         auto& a = r["value_cache"];
          a = with_shape(a, {a.shape[0] + 1, 2, 64, 16});
        },
        "value_cache.npy", "num_blocks"},
       {"value dtype",
-       [](Replay& r) {
-         auto& a = r.files["value_cache"];
+       [](Files& r) {
+         auto& a = r["value_cache"];
          a.descr = "<f2";
          a = with_shape(a, a.shape);
        },
        "value_cache.npy", "dtype"},
       {"table dtype",
-       [](Replay& r) {
-         auto& a = r.files["block_tables"];
+       [](Files& r) {
+         auto& a = r["block_tables"];
          a.descr = "<i8";
          a = with_shape(a, a.shape);
        },
        "block_tables.npy", "dtype"},
       {"table rows",
-       [](Replay& r) {
-         auto& a = r.files["block_tables"];
+       [](Files& r) {
+         auto& a = r["block_tables"];
          a = with_shape(a, {3, a.shape[1]});
        },
        "block_tables.npy", "num_seqs"},
-      {"block id", [](Replay& r) { r.files["block_tables"].as<std::int32_t>()[0] = 1000; },
+      {"block id", [](Files& r) { r["block_tables"].as<std::int32_t>()[0] = 1000; },
        "block_tables.npy", "num_blocks"},
-      {"negative id", [](Replay& r) { r.files["block_tables"].as<std::int32_t>()[0] = -1; },
+      {"negative id", [](Files& r) { r["block_tables"].as<std::int32_t>()[0] = -1; },
        "block_tables.npy", "[0, num_blocks"},
       {"lens dtype",
-       [](Replay& r) {
-         auto& a = r.files["seq_lens"];
+       [](Files& r) {
+         auto& a = r["seq_lens"];
          a.descr = "<u4";
        },
        "seq_lens.npy", "dtype"},
       {"lens count",
-       [](Replay& r) {
-         auto& a = r.files["seq_lens"];
+       [](Files& r) {
+         auto& a = r["seq_lens"];
          a = with_shape(a, {3});
        },
        "seq_lens.npy", "num_seqs"},
-      {"negative len", [](Replay& r) { r.files["seq_lens"].as<std::int32_t>()[1] = -5; },
-       "seq_lens.npy", ">= 0"},
-      {"len past table", [](Replay& r) { r.files["seq_lens"].as<std::int32_t>()[1] = 1000; },
+      {"negative len", [](Files& r) { r["seq_lens"].as<std::int32_t>()[1] = -5; }, "seq_lens.npy",
+       ">= 0"},
+      {"len past table", [](Files& r) { r["seq_lens"].as<std::int32_t>()[1] = 1000; },
        "seq_lens.npy", "max_blocks_per_seq"},
       {"alibi shape",
-       [](Replay& r) {
-         auto& a = r.files["alibi_slopes"];
+       [](Files& r) {
+         auto& a = r["alibi_slopes"];
          a = with_shape(a, {3});
        },
        "alibi_slopes.npy", "num_heads"},
       {"alibi dtype",
-       [](Replay& r) {
-         auto& a = r.files["alibi_slopes"];
+       [](Files& r) {
+         auto& a = r["alibi_slopes"];
          a.descr = "<i4";
        },
        "alibi_slopes.npy", "dtype"},
-      {"fp8 flag, float cache", [](Replay&) {}, "key_cache.npy", "uint8",
+      {"fp8 flag, float cache", [](Files&) {}, "key_cache.npy", "uint8",
        " --kv-cache-dtype fp8_e4m3"},
-      {"bf16 flag, float query", [](Replay&) {}, "query.npy", "'<u2'", " --bf16"},
+      {"bf16 flag, float query", [](Files&) {}, "query.npy", "'<u2'", " --bf16"},
   };
   for (const Rule& rule : rules) {
-    Replay r = good;
+    Files r = good;
     rule.mutate(r);
     const fs::path in = dir / "in", out = dir / "out";
     fs::remove_all(in);
@@ -412,7 +373,7 @@ TEST(Run, EachValidationRuleNamesTheFileAndWritesNothing) {
   {
     fs::remove_all(dir / "in");
     tools_test::write_replay(good, (dir / "in").string());
-    std::vector<unsigned char> b = npy::serialize(good.files.at("seq_lens"));
+    std::vector<unsigned char> b = npy::serialize(good.at("seq_lens"));
     std::string s(b.begin(), b.end());
     s.replace(s.find("False"), 5, "True ");
     write_raw("seq_lens.npy", s);
@@ -429,7 +390,8 @@ TEST(Usage, ErrorsNameTheFlagAndExitTwo) {
   const fs::path dir = temp_dir();
   ReplaySpec spec;
   spec.seq_lens = {20};
-  tools_test::write_replay(tools_test::make_replay(spec), (dir / "in").string());
+  tools_test::write_replay(tools_test::replay_files(tools_test::make_case(spec)),
+                           (dir / "in").string());
   const std::string base = "run " + (dir / "in").string() + " --out " + (dir / "out").string();
   const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
       {base + " --frobnicate 1", {"--frobnicate", "--kernel"}},
@@ -501,7 +463,8 @@ TEST(Run, Fp8IsE4M3) {
   spec.seq_lens = {40, 17};
   spec.scalar = "f16";
   spec.cache = "fp8_e4m3";
-  tools_test::write_replay(tools_test::make_replay(spec), (dir / "in").string());
+  tools_test::write_replay(tools_test::replay_files(tools_test::make_case(spec)),
+                           (dir / "in").string());
   std::map<std::string, std::vector<unsigned char>> out;
   for (const char* t : {"fp8", "fp8_e4m3", "fp8_e5m2"}) {
     const fs::path o = dir / t;
@@ -527,12 +490,12 @@ TEST(Usage, PartitionCountOverGridLimitExitsTwo) {
   spec.head_size = 32;
   spec.alibi = false;
   spec.seq_lens = {16};
-  Replay r = tools_test::make_replay(spec);
+  Files r = tools_test::replay_files(tools_test::make_case(spec));
   const std::int32_t len = 65535 * 64 + 1;
-  std::vector<std::int32_t> table((len + 15) / 16, r.files["block_tables"].as<std::int32_t>()[0]);
-  r.files["block_tables"] = tools_test::make_array(
-      "<i4", {1, static_cast<std::int64_t>(table.size())}, table.data(), table.size() * 4);
-  r.files["seq_lens"] = tools_test::make_array("<i4", {1}, &len, 4);
+  std::vector<std::int32_t> table((len + 15) / 16, r["block_tables"].as<std::int32_t>()[0]);
+  r["block_tables"] = tools_test::make_array("<i4", {1, static_cast<std::int64_t>(table.size())},
+                                             table.data(), table.size() * 4);
+  r["seq_lens"] = tools_test::make_array("<i4", {1}, &len, 4);
   tools_test::write_replay(r, (dir / "in").string());
   const Result res = run_cli("run " + (dir / "in").string() + " --out " + (dir / "out").string() +
                                  " --kernel v2 --partition-size 64",
@@ -554,25 +517,26 @@ TEST(Run, NonFiniteLiveInputIsAFinding) {
   ReplaySpec spec;
   spec.seq_lens = {40, 20};  // num_heads 4, num_kv_heads 2, head_size 64, block_size 16
   spec.alibi = false;
-  const Replay good = tools_test::make_replay(spec);
-  const auto run_with = [&](const Replay& r, const std::string& flags) {
+  const Case good = tools_test::make_case(spec);
+  const auto run_with = [&](const Case& c, const std::string& flags) {
     fs::remove_all(dir / "in");
     fs::remove_all(dir / "out");
-    tools_test::write_replay(r, (dir / "in").string());
+    tools_test::write_replay(tools_test::replay_files(c), (dir / "in").string());
     return run_cli("run " + (dir / "in").string() + " --out " + (dir / "out").string() + flags,
                    dir);
   };
-  const std::int32_t* table = good.files.at("block_tables").as<std::int32_t>();
-  const std::int64_t width = good.files.at("block_tables").shape[1];
+  using pagedattn::testing::Dim;
+  using pagedattn::testing::KvHead;
+  using pagedattn::testing::Physical;
 
-  // key_cache [NB, KVH=2, D/x=16, B=16, x=4]: seq 1, token 3, KV head 1, dim 5.
-  Replay r = good;
-  const std::int64_t b = table[1 * width + 0];
-  r.files["key_cache"].as<float>()[((b * 2 + 1) * 16 + 5 / 4) * 16 * 4 + 3 * 4 + 5 % 4] = NAN;
+  // Seq 1, token 3, KV head 1, dim 5.
+  Case r = good;
+  const Physical at = good.where(1, 3);
+  r.set_key(at.block, KvHead{1}, at.slot, Dim{5}, NAN);
   Result res = run_with(r, " --kernel v1");
   EXPECT_EQ(res.code, 0) << res.err;
-  const std::string where =
-      "key_cache[block " + std::to_string(b) + "][kv head 1][dim 5][slot 3] = nan (seq 1, token 3";
+  const std::string where = "key_cache[block " + std::to_string(at.block.v) +
+                            "][kv head 1][dim 5][slot 3] = nan (seq 1, token 3";
   EXPECT_NE(res.err.find("finding: non-finite live input " + where), std::string::npos) << res.err;
   // V1 propagates it (heads 2 and 3 read KV head 1): the first NaN output is [1][2][0].
   EXPECT_NE(res.err.find("finding: non-finite output out_v1[1][2][0] = nan"), std::string::npos)
@@ -583,23 +547,23 @@ TEST(Run, NonFiniteLiveInputIsAFinding) {
   EXPECT_NE(res.err.find(where), std::string::npos) << res.err;
   EXPECT_TRUE(fs::exists(dir / "out" / "out_v1.npy"));
 
-  // value_cache [NB, KVH, D, B]: seq 1's second block, slot 9 = token 25 >= seq_len 20.
+  // Seq 1's second block, slot 9 = token 25 >= seq_len 20: never read.
   r = good;
-  const std::int64_t tail = table[1 * width + 1];
-  r.files["value_cache"].as<float>()[((tail * 2 + 0) * 64 + 7) * 16 + 9] = NAN;
+  const Physical tail = good.where(1, 25);
+  r.set_value(tail.block, KvHead{0}, tail.slot, Dim{7}, NAN);
   res = run_with(r, " --strict");
   EXPECT_EQ(res.code, 0) << res.err;
   EXPECT_EQ(res.err.find("finding"), std::string::npos) << res.err;
 
   // A query element and an ALiBi slope.
   r = good;
-  r.files["query"].as<float>()[(1 * 4 + 3) * 64 + 60] = INFINITY;
+  r.set_q(1, 3, 60, INFINITY);
   res = run_with(r, " --kernel v1");
   EXPECT_NE(res.err.find("non-finite live input query[1][3][60] = inf"), std::string::npos)
       << res.err;
   spec.alibi = true;
-  r = tools_test::make_replay(spec);
-  r.files["alibi_slopes"].as<float>()[2] = NAN;
+  r = tools_test::make_case(spec);
+  r.alibi_slopes[2] = NAN;
   res = run_with(r, " --kernel v1 --strict");
   EXPECT_EQ(res.code, 1) << res.err;
   EXPECT_NE(res.err.find("non-finite live input alibi_slopes[2] = nan"), std::string::npos)

@@ -1,13 +1,15 @@
-// Test helper: a generated replay folder (the .npy files `pagedattn run` reads) and the
-// double-precision reference output of the same decode step, computed from the values
-// exactly as stored (after rounding to the file's dtype), so only the kernel's own
-// arithmetic separates the two.
+// Test helper: a generated decode step as a pagedattn::testing::Case (the kernel tests'
+// generator, uniform_case, with NaN in every slot no token uses: a kernel that lets one
+// reach arithmetic fails, vLLM bug #641) and the .npy files of a replay folder that hold
+// it (the files `pagedattn run` reads). Tests that break a file's structure edit the
+// files; tests about values edit the case through its layout, then write the files.
 #pragma once
 #include <map>
 #include <string>
 #include <vector>
 
 #include "npy.h"
+#include "pagedattn_testing/case.h"
 
 namespace tools_test {
 
@@ -27,20 +29,13 @@ struct ReplaySpec {
   double range = 1.0;
 };
 
-struct Replay {
-  ReplaySpec spec;
-  std::map<std::string, npy::Array> files;  // stem ("query", ...) -> contents
-  // Stored values decoded to double, in logical layouts: q [S][H][D]; keys and values
-  // per token: k[s][t][kvh][d] flattened as ((s * Lmax + t) * KVH + kvh) * D + d.
-  std::vector<double> q, k, v, alibi;
-  int max_len = 0;
-};
+pagedattn::testing::Case make_case(const ReplaySpec& spec);
 
-Replay make_replay(const ReplaySpec& spec);
-// Writes every file of `r` into `dir` (created); returns dir.
-std::string write_replay(const Replay& r, const std::string& dir);
-// out[s][h][d] flattened; rows of empty sequences are 0.
-std::vector<double> reference_output(const Replay& r, double scale);
+// The replay folder's files of a case: stem ("query", ...) -> contents.
+using Files = std::map<std::string, npy::Array>;
+Files replay_files(const pagedattn::testing::Case& c);
+// Writes every file into `dir` (created); returns dir.
+std::string write_replay(const Files& files, const std::string& dir);
 // Decodes an output array ('<f4', '<f2', or '<u2' as bfloat16 bits) to double.
 std::vector<double> decode(const npy::Array& a);
 

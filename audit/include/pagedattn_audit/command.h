@@ -24,8 +24,8 @@ inline constexpr int kExitNonfinite = 4;  // --fail-on nonfinite: a non-finite f
 inline constexpr int kExitOverBound = 5;  // --fail-on over-bound: err_over_bound > 1
 
 // Loads DIR with --bf16 and --kv-cache-dtype; throws std::exception naming the file.
-using ReplayLoader =
-    std::function<Inputs(const std::string& dir, bool bf16, const std::string& kv_cache_dtype)>;
+using ReplayLoader = std::function<testing::Case(const std::string& dir, bool bf16,
+                                                 const std::string& kv_cache_dtype)>;
 
 // Every key of keys() as an option of `app`, plus the command's description and footer.
 // After app.parse, config() applies --config first and then the flags given.

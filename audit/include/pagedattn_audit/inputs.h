@@ -1,12 +1,13 @@
-// The inputs of one audited case, owned, in vLLM's layout, and the generators of each
-// input distribution. Generation is deterministic in (shape, distribution, seed) and
-// independent of how many host threads fill it.
+// The audit's input distributions: generators of pagedattn::testing::Case values.
+// Generation is deterministic in (shape, distribution, seed) and independent of how many
+// host threads fill it.
 #pragma once
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "pagedattn/dtypes.h"
+#include "pagedattn_testing/case.h"
 
 namespace pagedattn::audit {
 
@@ -30,37 +31,11 @@ struct CaseShape {
   bool alibi = false;
 };
 
-struct Inputs {
-  int num_seqs = 0, num_heads = 0, num_kv_heads = 0, head_size = 0, block_size = 0;
-  DType dtype = DType::f16;
-  CacheFormat cache = CacheFormat::same;
-  std::int64_t num_blocks = 0;
-  int max_blocks_per_seq = 0;
-  std::int64_t max_seq_len = 0;
-  float scale = 1, k_scale = 1, v_scale = 1;
-  std::vector<std::uint8_t> query, key_cache, value_cache;  // raw element bytes
-  std::vector<std::int32_t> block_tables, seq_lens;
-  std::vector<float> alibi_slopes;  // empty: no ALiBi
-  std::string distribution;         // or "replay"
-  std::uint64_t seed = 0;
-
-  DType cache_elem() const { return cache == CacheFormat::same ? dtype : DType::u8; }
-  const char* kv_cache_dtype() const;  // vLLM's name: "auto", "fp8_e4m3", "fp8_e5m2"
-};
-
-// Throws std::invalid_argument for an unknown distribution.
-Inputs generate_inputs(const CaseShape& shape, const std::string& distribution, std::uint64_t seed,
-                       int threads);
-
-// Physical element offsets of token slot `slot` of block `block`, KV head `kvh`, dim `d`.
-std::int64_t key_offset(const Inputs& in, std::int64_t block, int kvh, int d, int slot);
-std::int64_t value_offset(const Inputs& in, std::int64_t block, int kvh, int d, int slot);
-// An element of a tensor of `in` as float (fp8 bytes decoded, no scale applied).
-float element(const Inputs& in, const std::vector<std::uint8_t>& bytes, DType elem,
-              std::int64_t index);
-
-// float -> binary16 bits, round to nearest even (the generators' fast encoder; equal to
-// pagedattn::float_to_f16_bits for every float).
-std::uint16_t fast_f16_bits(float f);
+// A case of `distribution`, deterministic in (shape, distribution, seed) and independent
+// of the host threads that fill it (a pagedattn::testing::Case; the scale is vLLM's
+// test scale head_size^-0.5 as a float). Throws std::invalid_argument for an unknown
+// distribution.
+testing::Case generate_inputs(const CaseShape& shape, const std::string& distribution,
+                              std::uint64_t seed, int threads);
 
 }  // namespace pagedattn::audit

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "pagedattn/dtypes.h"
+#include "pagedattn_testing/formats.h"
 
 namespace pagedattn::audit {
 
@@ -26,10 +27,8 @@ struct Metrics {
 };
 
 // The output format's ulp at a value of that format (|r| in its binade; 0 and subnormals:
-// the subnormal quantum). `dtype`: f32, f16 or bf16.
-double ulp_of(DType dtype, double r);
-// A kernel output element's value from its raw bits (f32 bits, or f16/bf16 in the low 16).
-double decode_output(DType dtype, std::uint32_t bits);
+// the subnormal quantum): the format table's (pagedattn_testing/formats.h).
+using testing::ulp_of;
 
 // `out` holds the kernel's raw output elements (dtype_size(dtype) bytes each); `exact`
 // and `rounded` the reference's value (error far below an output ulp) and its correctly

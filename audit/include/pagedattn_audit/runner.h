@@ -69,8 +69,15 @@ std::vector<NumericsVariant> numerics_variants(const std::string& selection);
 std::vector<CaseResult> run_grid(const Config& c,
                                  const std::function<void(const CaseResult&)>& progress = {});
 
+// Where a case's inputs came from, for its report rows.
+struct Origin {
+  std::string distribution = "replay";  // an input distribution, or "replay"
+  std::uint64_t seed = 0;
+};
+
 // Runs the kernels `c` asks for on given inputs (a replay folder, or generated ones).
-std::vector<CaseResult> run_inputs(const Config& c, const Inputs& in,
+std::vector<CaseResult> run_inputs(const Config& c, const testing::Case& in,
+                                   const Origin& origin = {},
                                    const std::function<void(const CaseResult&)>& progress = {});
 
 }  // namespace pagedattn::audit

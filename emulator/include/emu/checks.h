@@ -34,6 +34,15 @@ struct Finding {
 // Findings of the last launch on this host thread.
 const std::vector<Finding>& last_findings();
 
+// memcheck's shared-memory coverage in this process so far: launches under memcheck, and
+// how many of them ran instrumented kernel code, whose every shared-memory access is
+// checked against byte-exact bounds (the others have guard pages and canaries only; see
+// emulator/README.md, "Sanitizer-like checks").
+struct MemcheckCoverage {
+  unsigned long long launches = 0, instrumented = 0;
+};
+MemcheckCoverage memcheck_coverage();
+
 // Host threads that run blocks: the last set_host_threads, else $EMU_THREADS, else
 // all cores. Results never depend on it.
 void set_host_threads(int n);

@@ -1,7 +1,7 @@
 // Barriers and warp collectives. Each one suspends the calling fiber; the scheduler
 // completes it once every thread it names has arrived (or reports why it never can).
 // Lane masks are 64-bit: a warp has 64 lanes on BI-V100. A 32-bit full mask
-// (0xffffffff) names the whole warp there, as measured on that card (BI-V100.md).
+// (0xffffffff) names the whole warp there, as measured on that card (docs/BI-V100.md).
 #pragma once
 #include <atomic>
 #include <cstdint>

@@ -42,6 +42,8 @@ PAGEDATTN_HD float pow2f(int k) {
   const std::uint32_t bits = static_cast<std::uint32_t>(k + 127) << 23;
 #if defined(__CUDA_ARCH__)
   return __uint_as_float(bits);
+#elif defined(__HIP_DEVICE_COMPILE__)  // std::memcpy is host-only under hipcc
+  return __builtin_bit_cast(float, bits);
 #else
   float f;
   std::memcpy(&f, &bits, sizeof f);

@@ -4,6 +4,8 @@
 
 #if defined(__CUDACC__)
 #define PAGEDATTN_HD __host__ __device__ __forceinline__
+#elif defined(__HIPCC__)  // hipcc: __forceinline__ comes only with <hip/hip_runtime.h>
+#define PAGEDATTN_HD __host__ __device__ inline __attribute__((always_inline))
 #else
 #define PAGEDATTN_HD inline
 #endif

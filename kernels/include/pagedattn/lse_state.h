@@ -1,7 +1,7 @@
 // The partition state of split-KV attention as a value type: (m, s) is the max logit and
 // the exp-sum relative to it; a full state also carries o, the partition's output
 // normalized by s. Merging is a commutative monoid with the empty state (-inf, 0, 0) as
-// identity (NUMERICS.md), so any reduction tree gives the softmax-weighted sum. Usable on
+// identity (docs/NUMERICS.md), so any reduction tree gives the softmax-weighted sum. Usable on
 // host and device; the exp is a policy so kernels can pass __expf. The kernels run these
 // operations: the attention kernel weighs each token as the one-token state (x_i, 1) and
 // finalizes its partition with `normalized`; the V2 reduce folds states with WeightedSum.

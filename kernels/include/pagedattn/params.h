@@ -7,7 +7,7 @@
 namespace pagedattn {
 
 // kExactFp32 numerics are ours (the default); vllm_compatible reproduces vLLM's
-// accuracy-costing choices so the two can be measured side by side (VLLM_CONTRACT.md).
+// accuracy-costing choices so the two can be measured side by side (docs/VLLM_CONTRACT.md).
 enum class Numerics : std::uint8_t {
   exact_fp32,       // fp32 tmp_out, no epsilon, fp32 probabilities, fp32 dequantized cache
   vllm_compatible,  // tmp_out in the output dtype, +1e-6 in denominators, probabilities and
@@ -15,7 +15,7 @@ enum class Numerics : std::uint8_t {
 };
 
 // vLLM's three accuracy-costing choices, each selectable alone so each can be measured
-// against ours (VLLM_CONTRACT.md). All false: our numerics; all true: vllm_compatible.
+// against ours (docs/VLLM_CONTRACT.md). All false: our numerics; all true: vllm_compatible.
 // Runtime flags in the kernel arguments: no extra kernel instantiations.
 struct NumericsChoices {
   // V2 keeps tmp_out (each partition's normalized output) in the output dtype, so every

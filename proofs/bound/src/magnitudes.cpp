@@ -93,4 +93,35 @@ void exact_magnitudes(std::int64_t n, int head_size, const double* logits, const
   }
 }
 
+void widen_for_logit_error(double e, int head_size, RowMagnitudes* row, ElementMagnitudes* el) {
+  if (!(e > 0) || row->n <= 0) return;
+  // Every computed logit is within e of the exact one, so p_i = exp(x_i) / sum_j exp(x_j)
+  // has numerator and denominator within factors exp(+-e): |p_i - p~_i| <= r p~_i with
+  // r = exp(2e) - 1, and for f >= 0, sum p_i f_i <= g sum p~_i f_i with g = 1 + r. The exact
+  // y = sum p_i v_i is within r A~ of the computed one (A~ = sum p~_i |v_i|, el.a), so
+  // |v_i - y| <= |v_i - y~| + r A~. With gap_i <= gap~_i + 2e and |x_i| <= |x~_i| + e:
+  //   sum p_i gap_i             <= g (p_gap~ + 2e)
+  //   sum p_i |v - y| gap_i     <= g (dev_gap~ + 2e (dev~ + r A~) + r A~ p_gap~)
+  //   sum p_i |v - y| |x_i|     <= g (dev_x~ + e (dev~ + r A~) + r A~ p_x~)
+  //   sum p_i |v - y| Q_i       <= g (dev_qk~ + r A~ p_qk~)
+  // and likewise for p_x, p_qk, A and dev.
+  const double r = std::expm1(2 * e) * (1 + 1e-9), g = 1 + r;
+  const double p_gap = row->p_gap, p_x = row->p_x, p_qk = row->p_qk;
+  row->spread += 2 * e;
+  row->max_abs_logit += e;
+  row->p_gap = g * (p_gap + 2 * e);
+  row->p_x = g * (p_x + e);
+  row->p_qk = g * p_qk;
+  for (int d = 0; d < head_size; ++d) {
+    ElementMagnitudes& m = el[d];
+    const double ra = r * m.a, dev = m.dev + ra;
+    m.dev_gap = g * (m.dev_gap + 2 * e * dev + ra * p_gap);
+    m.dev_x = g * (m.dev_x + e * dev + ra * p_x);
+    m.dev_qk = g * (m.dev_qk + ra * p_qk);
+    m.dev = g * dev;
+    m.a = g * m.a;
+    if (m.abs_exact >= 0) m.abs_exact += ra;
+  }
+}
+
 }  // namespace pagedattn::bound

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -102,4 +103,49 @@ TEST(Bound, ExactMagnitudesByHand) {
   EXPECT_NEAR(el.dev_gap, 0.25 * 1.5 * std::log(3.0), 1e-8);
   EXPECT_GE(el.a, 1.0);  // inflated: an upper bound
   EXPECT_EQ(row.max_abs_v >= 1.0, true);
+}
+
+// widen_for_logit_error: magnitudes from logits moved by up to e each, then widened by e,
+// bound those of the exact logits, field by field (e large, so the 1e-9 inflation of
+// exact_magnitudes cannot hide a missing term; without the weights' factor exp(2e) - 1 the
+// p-weighted sums fail here).
+TEST(Bound, WideningCoversLogitsOffByE) {
+  std::uint64_t state = 7;
+  auto rnd = [&] {  // uniform in [-1, 1)
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return static_cast<double>(state >> 11) * 0x1p-52 - 1;
+  };
+  const int n = 9, D = 3;
+  for (double e : {0.0, 1e-3, 0.05, 0.5}) {
+    for (int trial = 0; trial < 200; ++trial) {
+      std::vector<double> x(n), xt(n), q(n), v(n * D);
+      for (int i = 0; i < n; ++i) {
+        x[i] = 4 * rnd();
+        xt[i] = x[i] + e * rnd();
+        q[i] = 5 + 4 * rnd();
+      }
+      for (double& w : v) w = rnd() + (trial % 2 ? 0.9 : 0.0);  // some rows cancel less
+      pb::RowMagnitudes row, rt;
+      std::vector<pb::ElementMagnitudes> el(D), et(D);
+      pb::exact_magnitudes(n, D, x.data(), q.data(), v.data(), 1, &row, el.data());
+      pb::exact_magnitudes(n, D, xt.data(), q.data(), v.data(), 1, &rt, et.data());
+      pb::widen_for_logit_error(e, D, &rt, et.data());
+      EXPECT_GE(rt.spread, row.spread);
+      EXPECT_GE(rt.max_abs_logit, row.max_abs_logit);
+      EXPECT_GE(rt.p_gap, row.p_gap);
+      EXPECT_GE(rt.p_qk, row.p_qk);
+      EXPECT_GE(rt.p_x, row.p_x);
+      for (int d = 0; d < D; ++d) {
+        EXPECT_GE(et[d].a, el[d].a);
+        EXPECT_GE(et[d].dev, el[d].dev);
+        EXPECT_GE(et[d].dev_gap, el[d].dev_gap);
+        EXPECT_GE(et[d].dev_qk, el[d].dev_qk);
+        EXPECT_GE(et[d].dev_x, el[d].dev_x);
+        EXPECT_GE(et[d].abs_exact, el[d].abs_exact - 2e-9 * el[d].a);
+      }
+      if (e == 0) {
+        EXPECT_EQ(rt.p_gap, row.p_gap);  // nothing moved: nothing widened
+      }
+    }
+  }
 }

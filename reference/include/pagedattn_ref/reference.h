@@ -1,5 +1,5 @@
 // The high-precision reference for paged attention: the exact answer of the vLLM contract
-// (shared/design/VLLM_CONTRACT.md), computed from the contract alone. Plain C++17; no dependency
+// (docs/VLLM_CONTRACT.md), computed from the contract alone. Plain C++17; no dependency
 // on kernels/ or the emulator, so it can serve as an independent oracle for both.
 //
 // Semantics (real arithmetic, exact), for sequence s, query head h, L = seq_lens[s]:

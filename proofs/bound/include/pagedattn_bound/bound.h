@@ -140,4 +140,12 @@ void exact_magnitudes(std::int64_t n, int head_size, const double* logits, const
                       const std::function<void(std::int64_t, double*)>& value_row, double sum_abs_q,
                       RowMagnitudes* row, ElementMagnitudes* el);
 
+// Widens exact_magnitudes' results (row, el[0..head_size)) computed from logits each known
+// only within an absolute `logit_err` of the exact logit (a double dot product whose terms
+// cancel is not within a relative 1e-12): gaps x_max - x_i move by <= 2 logit_err, |x_i| by
+// <= logit_err, and every weight p_i by a factor within exp(+-2 logit_err), which the
+// p-weighted sums and y then carry (magnitudes.cpp derives each term). 0 changes nothing.
+void widen_for_logit_error(double logit_err, int head_size, RowMagnitudes* row,
+                           ElementMagnitudes* el);
+
 }  // namespace pagedattn::bound

@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# Compiles every kernel instantiation for every target this machine has a compiler for and
+# records each kernel's resources (registers, shared memory / LDS, spills, occupancy) from
+# the compiler's own report into OUT_DIR/targets.json (`pagedattn report` reads it):
+#   nvcc      sm_80, sm_90            ptxas -v                    (the library's flags)
+#   clang     sm_80, warnings as errors, device (ptxas -v) and host side; and __ILUVATAR__
+#             (CoreX's macro: warp 64) for sm_80, since CoreX itself is not available here
+#   hipcc     gfx90a (wave 64) and a wave-32 target (gfx1100 where the ROCm device
+#             libraries know it, else gfx1030: Debian 12's ROCm 5.2 has none for gfx11),
+#             device (-Rpass-analysis=kernel-resource-usage) and host side
+# The instantiations are the CUDA executor's per-type files, kernels/src/cuda_*.cu: each
+# includes instantiate.inc, which instantiates launch_attention/launch_reduce, whose
+# dispatch (dispatch.cuh) names every kernel template instance. A kernel added there is
+# compiled here with no edit. A compiler that is absent is skipped with a message; one
+# that fails fails the script (exit 1), its log under OUT_DIR/logs/.
+# usage: scripts/targets/compile_targets.sh [OUT_DIR (default out/targets)]
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+out=${1:-out/targets}
+mkdir -p "$out/logs" "$out/obj"
+out=$(cd "$out" && pwd)
+rm -f "$out"/logs/*.log "$out"/logs/*.rc "$out"/obj/*
+jobs_file="$out/jobs.txt"
+: >"$jobs_file"
+inc=(-I"$root/kernels/include" -I"$root/emulator/include")
+srcs=("$root"/kernels/src/cuda_*.cu)
+py=python3
+[ -x /usr/bin/python3 ] && py=/usr/bin/python3
+
+cuda_home=${CUDA_HOME:-/usr/local/cuda}
+nvcc=$(command -v nvcc || true)
+[ -z "$nvcc" ] && [ -x "$cuda_home/bin/nvcc" ] && nvcc=$cuda_home/bin/nvcc
+# clang's CUDA front end: the newest Debian clang that takes CUDA 13's headers with the
+# one-header shim (clang 14 and 15 also need CUDA 12's removed texture references).
+clang=${CLANG_CUDA:-}
+if [ -z "$clang" ]; then
+  for c in clang++-21 clang++-20 clang++-19; do
+    if command -v "$c" >/dev/null; then clang=$(command -v "$c"); break; fi
+  done
+fi
+hipcc=$(command -v hipcc || true)
+wave32=gfx1100
+devlibs=$(dirname "$(find /usr/lib /opt/rocm -name 'oclc_isa_version_90a.bc' 2>/dev/null | head -1)" 2>/dev/null || true)
+if [ -n "$hipcc" ] && [ ! -e "$devlibs/oclc_isa_version_1100.bc" ]; then
+  echo "compile_targets: no ROCm device library for gfx1100 in '$devlibs': wave-32 target is gfx1030"
+  wave32=gfx1030
+fi
+
+# One line per compile: NAME<TAB>command. NAME = target__file.
+add() {
+  local name=$1
+  shift
+  printf '%s\t%s\n' "$name" "$*" >>"$jobs_file"
+}
+for src in "${srcs[@]}"; do
+  f=$(basename "$src" .cu)
+  if [ -n "$nvcc" ]; then
+    for a in 80 90; do
+      add "nvcc_sm${a}__$f" "$nvcc" -std=c++17 -O3 --fmad=false -arch=sm_$a -cubin -Xptxas -v \
+        "${inc[@]}" "$src" -o "$out/obj/nvcc_sm${a}_$f.cubin"
+    done
+  fi
+  if [ -n "$clang" ]; then
+    cl=("$clang" -x cuda --cuda-path="$cuda_home" --cuda-gpu-arch=sm_80 -std=c++17 -O3
+      -ffp-contract=off -Wall -Wextra -Werror -Wno-unknown-cuda-version
+      -I"$root/scripts/targets/clang_cuda_shim" "${inc[@]}")
+    add "clang_sm80__$f" "${cl[@]}" --cuda-device-only -Xcuda-ptxas -v -c "$src" \
+      -o "$out/obj/clang_sm80_$f.o"
+    add "clanghost_sm80__$f" "${cl[@]}" --cuda-host-only -c "$src" -o "$out/obj/clanghost_$f.o"
+    add "clang_iluvatar__$f" "${cl[@]}" -D__ILUVATAR__ --cuda-device-only -Xcuda-ptxas -v -c \
+      "$src" -o "$out/obj/clang_iluvatar_$f.o"
+  fi
+  if [ -n "$hipcc" ]; then
+    for aw in "gfx90a 64" "$wave32 32"; do
+      set -- $aw
+      hc=("$hipcc" -x hip --offload-arch="$1" -DPAGEDATTN_HIP_WARP="$2" -std=c++17 -O3
+        -ffp-contract=off -Wall -Wextra -Werror "${inc[@]}")
+      add "hip_${1}__$f" "${hc[@]}" --cuda-device-only -Rpass-analysis=kernel-resource-usage -c \
+        "$src" -o "$out/obj/hip_$1_$f.o"
+      add "hiphost_${1}__$f" "${hc[@]}" --cuda-host-only -c "$src" -o "$out/obj/hiphost_$1_$f.o"
+    done
+  fi
+done
+# Each compiler's version, for the table: NAME<TAB>version line.
+{
+  [ -n "$nvcc" ] && printf 'nvcc\t%s\n' "$("$nvcc" --version | grep -o 'release.*' | head -1)"
+  [ -n "$clang" ] && printf 'clang\t%s\n' "$("$clang" --version | head -1)"
+  [ -n "$hipcc" ] && printf 'hipcc\t%s\n' "HIP $("$hipcc" --version 2>/dev/null | grep -o 'HIP version: [0-9.]*' | cut -d' ' -f3), $("$hipcc" --version 2>/dev/null | grep -i 'clang version' | head -1)"
+} >"$out/versions.txt" || true
+[ -z "$nvcc" ] && echo "compile_targets: nvcc not found: sm_80/sm_90 (nvcc) skipped"
+[ -z "$clang" ] && echo "compile_targets: no clang++-19 or newer: clang CUDA targets skipped (scripts/install_deps.sh installs clang-19)"
+[ -z "$hipcc" ] && echo "compile_targets: hipcc not found: gfx90a/$wave32 skipped (scripts/install_deps.sh installs hipcc)"
+
+run_one() {
+  local name=$1 cmd=$2 log="$out/logs/$1.log"
+  local t0=$SECONDS
+  set +e
+  eval "$cmd" >"$log" 2>&1
+  local rc=$?
+  set -e
+  echo "$rc $((SECONDS - t0))" >"$out/logs/$name.rc"
+  [ "$rc" = 0 ] || echo "compile_targets: FAILED $name (log $log)"
+}
+export -f run_one
+export out
+start=$SECONDS
+# Quote each command for eval: the job lines hold plain words (paths without spaces).
+awk -F'\t' '{print $1 "\t" $2}' "$jobs_file" |
+  tr '\t' '\n' | xargs -d '\n' -n 2 -P "${JOBS:-$(nproc)}" bash -c 'run_one "$0" "$1"'
+echo "compile_targets: $(wc -l <"$jobs_file") compiles in $((SECONDS - start)) s"
+"$py" "$root/scripts/targets/parse_resources.py" "$out" --wave32 "$wave32"

@@ -1,0 +1,139 @@
+// The case: the kernels' AttentionCall and the exact reference's ref::Problem view the
+// same bytes with the same shape; element access and setters go through the one layout;
+// case_of() reads strided tensors back into the same case.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+
+#include "pagedattn/validate.h"
+#include "pagedattn_testing/case.h"
+#include "pagedattn_testing/uniform_case.h"
+
+namespace pagedattn::testing {
+namespace {
+
+UniformSpec spec(DType t, CacheFormat cache) {
+  UniformSpec s;
+  s.scalar = t;
+  s.cache = cache;
+  s.num_heads = 4;
+  s.num_kv_heads = 2;
+  s.seq_lens = {20, 33};
+  s.alibi = true;
+  s.k_scale = 0.5;
+  s.v_scale = 2;
+  return s;
+}
+
+TEST(Case, CallAndExactProblemViewTheSameBytes) {
+  for (CacheFormat cache : {CacheFormat::same, CacheFormat::fp8_e5m2}) {
+    const Case c = uniform_case(spec(DType::f16, cache));
+    const AttentionCall a = c.call();
+    const ref::Problem p = c.exact_problem();
+    EXPECT_EQ(a.query.data, p.query);
+    EXPECT_EQ(a.key_cache.data, p.key_cache);
+    EXPECT_EQ(a.value_cache.data, p.value_cache);
+    EXPECT_EQ(a.block_tables.data, static_cast<const void*>(p.block_tables));
+    EXPECT_EQ(a.seq_lens.data, static_cast<const void*>(p.seq_lens));
+    EXPECT_EQ(a.alibi_slopes.data, static_cast<const void*>(p.alibi_slopes));
+    EXPECT_EQ(a.key_cache.dtype, c.cache_storage());
+    EXPECT_EQ(p.cache_dtype, traits(c.cache_element()).ref);
+    EXPECT_EQ(a.key_cache.shape[0], p.num_blocks);
+    EXPECT_EQ(a.key_cache.shape[1], p.num_kv_heads);
+    EXPECT_EQ(a.key_cache.shape[3], p.block_size);
+    EXPECT_EQ(a.key_cache.numel() * static_cast<std::int64_t>(traits(c.cache_element()).size),
+              static_cast<std::int64_t>(c.key_cache.size()));
+    EXPECT_EQ(a.kv_cache_dtype, kv_cache_dtype(cache));
+    EXPECT_EQ(a.k_scale, p.k_scale);
+    EXPECT_EQ(a.scale, p.scale);
+  }
+}
+
+// The reference reads float scales: a case whose scale is not one is refused rather than
+// judged against a different number than the kernels saw.
+TEST(Case, ExactProblemRefusesANonFloatScale) {
+  Case c = uniform_case(spec(DType::f32, CacheFormat::same));
+  c.scale = 0.1;
+  EXPECT_THROW(c.exact_problem(), std::invalid_argument);
+  c.scale = float_value(0.1);
+  EXPECT_NO_THROW(c.exact_problem());
+}
+
+TEST(Case, SettersRoundToTheFormatAndDequantize) {
+  Case c = uniform_case(spec(DType::f16, CacheFormat::fp8_e4m3));
+  const Physical p = c.where(1, 21);
+  // k_scale 0.5: 3.0 is stored as the E4M3 code of 6, and reads back as 3.
+  EXPECT_EQ(c.set_key(p.block, KvHead{1}, p.slot, Dim{9}, 3.0), 3.0);
+  EXPECT_EQ(c.key(p.block, KvHead{1}, p.slot, Dim{9}), 3.0);
+  const std::int64_t at = c.layout().key(p.block, KvHead{1}, p.slot, Dim{9});
+  EXPECT_EQ(decode(DType::fp8_e4m3, c.key_cache.data(), static_cast<std::size_t>(at)), 6.0);
+  EXPECT_EQ(c.set_value(p.block, KvHead{0}, p.slot, Dim{0}, 1e9), 448.0 * 2);  // saturates
+  EXPECT_EQ(c.set_q(0, 3, 1, 1.0 + 0x1p-12), 1.0);                             // f16 rounding
+  EXPECT_EQ(c.q(0, 3, 1), 1.0);
+  // Token 21 of sequence 1 is live; its slot is marked used, the padding block is not.
+  const std::vector<char> used = c.used_slots();
+  EXPECT_TRUE(used[static_cast<std::size_t>(p.block.v) * c.block_size + p.slot.v]);
+  std::size_t n = 0;
+  for (char u : used) n += u;
+  EXPECT_EQ(n, 20u + 33u);
+}
+
+// case_of reads a call's tensors through their strides: padded query rows, padded cache
+// blocks, a padded block table; the case it gives holds the same bytes as the original.
+TEST(Case, CaseOfReadsStridedTensors) {
+  for (CacheFormat cache : {CacheFormat::same, CacheFormat::fp8_e4m3}) {
+    const Case c = uniform_case(spec(DType::bf16, cache));
+    const std::int64_t S = c.num_seqs, H = c.num_heads, D = c.head_size, NB = c.num_blocks;
+    const std::size_t qs = traits(c.scalar).size, es = traits(c.cache_element()).size;
+    const std::int64_t q_row = H * D + 5, block = c.layout().value_block_elements() + 16;
+    std::vector<std::uint8_t> q(S * q_row * qs, 0xee), k(NB * block * es, 0xee),
+        v(NB * block * es, 0xee);
+    for (int s = 0; s < S; ++s)
+      std::memcpy(&q[s * q_row * qs], &c.query[s * H * D * qs], H * D * qs);
+    const std::size_t blk = static_cast<std::size_t>(c.layout().value_block_elements()) * es;
+    for (std::int64_t b = 0; b < NB; ++b) {
+      std::memcpy(&k[b * block * es], &c.key_cache[b * blk], blk);
+      std::memcpy(&v[b * block * es], &c.value_cache[b * blk], blk);
+    }
+    const std::int64_t M = c.max_blocks_per_seq, KVH = c.num_kv_heads, B = c.block_size,
+                       x = c.layout().x;
+    std::vector<std::int32_t> bt(S * (M + 2), -7);
+    for (int s = 0; s < S; ++s) std::memcpy(&bt[s * (M + 2)], &c.block_tables[s * M], M * 4);
+    AttentionCall a = c.call();
+    a.query = TensorView::strided(q.data(), c.scalar, {S, H, D}, {q_row, D, 1});
+    const std::int64_t head = D * B;
+    a.key_cache = TensorView::strided(k.data(), c.cache_storage(), {NB, KVH, D / x, B, x},
+                                      {block, head, B * x, x, 1});
+    a.value_cache =
+        TensorView::strided(v.data(), c.cache_storage(), {NB, KVH, D, B}, {block, head, B, 1});
+    a.block_tables = TensorView::strided(bt.data(), DType::i32, {S, M}, {M + 2, 1});
+    const Case back = case_of(a);
+    EXPECT_EQ(back.query, c.query);
+    EXPECT_EQ(back.key_cache, c.key_cache);
+    EXPECT_EQ(back.value_cache, c.value_cache);
+    EXPECT_EQ(back.block_tables, c.block_tables);
+    EXPECT_EQ(back.seq_lens, c.seq_lens);
+    EXPECT_EQ(back.alibi_slopes, c.alibi_slopes);
+    EXPECT_EQ(back.k_scale, c.k_scale);
+    EXPECT_EQ(back.cache, c.cache);
+    EXPECT_EQ(back.max_seq_len, c.max_seq_len);
+  }
+}
+
+// The judge reads every live slot through the block table, so case_of applies the index
+// rules too: an id out of range is refused by name, before anything is read.
+TEST(Case, CaseOfRefusesABlockIdOutOfRange) {
+  Case c = uniform_case(spec(DType::f32, CacheFormat::same));
+  c.table(1, 0) = static_cast<std::int32_t>(c.num_blocks);
+  try {
+    case_of(c.call());
+    ADD_FAILURE() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("block_tables[1][0]"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace pagedattn::testing
