@@ -7,7 +7,8 @@ against the citing file's folder nor against the repository root. The repository
 cite only files inside it: an absolute path, or a path into another checkout, is
 dangling. Anchors (`#...`) are not checked.
 
-Not citations, listed below with the reason: the report's generated `summary.md`, and
+Not citations, listed below with the reason: the report's generated `summary.md`, the GPU
+bundle's README (a copy the bundle script writes), and
 one external project's file named in a source string of the BI-V100 profile.
 
     check_citations.py [ROOT]      check ROOT (default: this file's repository)
@@ -29,6 +30,8 @@ NOT_CITATIONS = {
     "summary.md": "written by `pagedattn report` into its output folder",
     "DIR/summary.md": "written by `pagedattn report` into its output folder",
     "out/report/summary.md": "written by scripts/report.sh",
+    "gpu_bundle/README.md": "written by scripts/gpu_bundle.sh into the bundle (a copy of "
+                            "gpu_bench/bundle/README.md)",
     "docs/ILUVATAR.md": "the FlagSparse project's file, named as the source of a BI-V100 figure",
 }
 

@@ -8,6 +8,11 @@
 // RapidCheck reproduce string: the campaign replays the same seed without shrinking
 // until the first case at least that bad, and RapidCheck reports it as a failure of
 // "err_over_bound < worst", which gives the case and its reproduce string.
+//
+// Every summary records what it judged ("provenance": the commit and source digests this
+// program was built from, scripts/source_digest.py) and each row its shard; --merge refuses
+// shards of other sources, other campaign seeds or shard counts, and a shard or seed that
+// appears twice, so a merged count is a sum over disjoint cases.
 #include <CLI/CLI.hpp>
 
 #include <chrono>
@@ -19,6 +24,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include "harness.h"
+#include "pagedattn_audit/provenance.h"
 #include "registry.h"
 
 using nlohmann::json;
@@ -41,7 +47,7 @@ std::uint64_t mix(std::uint64_t x) {
   return x ^ (x >> 31);
 }
 
-json run_one(const PropertyDef& def, std::uint64_t seed, int cases) {
+json run_one(const PropertyDef& def, std::uint64_t seed, int cases, const std::string& shard) {
   double worst = -1;
   PropertyDef tracked{def.name,
                       [&def, &worst] {
@@ -53,6 +59,7 @@ json run_one(const PropertyDef& def, std::uint64_t seed, int cases) {
   const RunResult r = run_property(tracked, seed, cases);
   json row = {{"name", def.name},
               {"seed", seed},
+              {"shard", shard},
               {"cases", r.cases},
               {"discards", r.discards},
               {"failures", r.passed ? 0 : 1},
@@ -86,26 +93,63 @@ json run_one(const PropertyDef& def, std::uint64_t seed, int cases) {
   return row;
 }
 
+// "K/N" -> N (0 when malformed).
+int shard_count(const std::string& s) {
+  int k = 0, n = 0;
+  return std::sscanf(s.c_str(), "%d/%d", &k, &n) == 2 ? n : 0;
+}
+
 json merge(const std::vector<std::string>& files) {
   json out = {{"shards", 0}, {"properties", json::array()}};
   std::vector<std::string> order;
   std::map<std::string, std::vector<json>> rows;
+  std::map<std::string, std::string> seen;  // "property shard" or "property seed" -> file
+  std::string first;                        // the file the others must agree with
   for (const auto& f : files) {
     std::ifstream in(f);
     if (!in) throw std::runtime_error("--merge: cannot read " + f);
-    const json shard = json::parse(in);
-    out["seed"] = shard.at("seed");
+    json shard;
+    try {
+      shard = json::parse(in);
+    } catch (const json::exception& e) {
+      throw std::runtime_error("--merge: " + f + " is not JSON (" + e.what() + ")");
+    }
+    if (!shard.contains("provenance") || !shard["provenance"].contains("digest"))
+      throw std::runtime_error("--merge: " + f +
+                               " records no provenance (made by an older campaign program)");
+    if (first.empty()) {
+      first = f;
+      out["seed"] = shard.at("seed");
+      out["provenance"] = shard["provenance"];
+    }
+    if (shard["provenance"]["digest"] != out["provenance"]["digest"])
+      throw std::runtime_error("--merge: " + f + " judged other sources than " + first +
+                               " (source digests differ)");
+    if (shard.at("seed") != out["seed"])
+      throw std::runtime_error("--merge: " + f + " has campaign seed " + shard["seed"].dump() +
+                               ", " + first + " has " + out["seed"].dump());
     for (const json& p : shard.at("properties")) {
       const std::string name = p.at("name");
+      const std::string sh = p.value("shard", shard.value("shard", std::string()));
+      const int n = shard_count(sh);
+      if (n < 1) throw std::runtime_error("--merge: " + f + ": " + name + " names no shard K/N");
+      if (out["shards"].get<int>() == 0) out["shards"] = n;
+      if (out["shards"].get<int>() != n)
+        throw std::runtime_error("--merge: " + f + ": shard " + sh + " of a campaign of " +
+                                 out["shards"].dump() + " shards");
+      for (const std::string key : {name + " shard " + sh, name + " seed " + p.at("seed").dump()}) {
+        if (seen.count(key))
+          throw std::runtime_error("--merge: " + key + " appears twice (" + seen[key] + ", " + f +
+                                   "): the shards would overlap");
+        seen[key] = f;
+      }
       if (!rows.count(name)) order.push_back(name);
-      rows[name].push_back(p);
+      json row = p;
+      row["shard"] = sh;
+      rows[name].push_back(row);
     }
   }
-  // Shard files may each hold some properties (run_campaign.sh writes one per property
-  // and shard): the shard count is the most rows any property has.
-  std::size_t most = 0;
-  for (const auto& [name, r] : rows) most = std::max(most, r.size());
-  out["shards"] = most;
+  bool complete = true;
   for (const auto& name : order) {
     json m = {{"name", name},          {"cases", 0},          {"discards", 0},
               {"failures", 0},         {"seconds", 0.0},      {"worst_err_over_bound", nullptr},
@@ -133,8 +177,15 @@ json merge(const std::vector<std::string>& files) {
     // Throughput of one core: total cases over the shards' summed time.
     const double sec = m["seconds"].get<double>();
     m["cases_per_s"] = sec > 0 ? m["cases"].get<double>() / sec : 0.0;
+    m["shards"] = json::array();
+    for (const json& p : rows[name])
+      m["shards"].push_back({{"shard", p["shard"]}, {"seed", p["seed"]}, {"cases", p["cases"]}});
+    complete = complete && rows[name].size() == out["shards"].get<std::size_t>();
     out["properties"].push_back(m);
   }
+  // Every property has all N shards (run_campaign.sh merges after each property, so a
+  // partial campaign says so).
+  out["complete"] = complete;
   return out;
 }
 
@@ -197,12 +248,15 @@ int main(int argc, char** argv) {
   // Shard K takes cases/N (the first cases % N shards one more) under seeds no other
   // shard uses: mix(seed, K, property name) with K in the hash input.
   const int mine = cases / n + (k <= cases % n ? 1 : 0);
-  json summary = {{"seed", seed}, {"shard", shard}, {"properties", json::array()}};
+  json summary = {{"seed", seed},
+                  {"shard", shard},
+                  {"provenance", pagedattn::audit::provenance()},
+                  {"properties", json::array()}};
   bool failed = false;
   for (std::size_t i = 0; i < defs.size(); ++i) {
     const std::uint64_t s =
         mix(mix(mix(seed) ^ static_cast<std::uint64_t>(k)) ^ name_hash(defs[i]->name));
-    json row = run_one(*defs[i], s, mine);
+    json row = run_one(*defs[i], s, mine, shard);
     failed = failed || row["failures"].get<int>() > 0;
     std::cerr << defs[i]->name << ": " << row["cases"] << " cases, " << row["failures"]
               << " failures, " << row["cases_per_s"] << " cases/s" << std::endl;

@@ -1,42 +1,73 @@
 #!/usr/bin/python3
-"""Source mutation testing of the kernels against the property suite (issue 7, item 3b).
+"""Source mutation testing of the kernels against the property suite (issues 7 and 21).
 
 Mutates kernels/src/*.cuh and kernels/include/pagedattn/lse_state.h one mutant at a time,
 with operators modelled on Mull's catalogue: arithmetic and comparison swaps, constant
 changes (off-by-one bounds included), removed statements (barriers included) and swapped
-min/max. Each mutant is written into a copy of the sources (BUILD/property_tests/mutant),
-only the f32/warp-32 emulator instantiation (trapping -fsanitize=bounds) and the property
-suite are rebuilt (CMake target pagedattn_mutant_props), and the suite runs with
-PAGEDATTN_PROP_ONLY_F32_H200=1 so every case goes through the mutated instantiation:
-prop_v1_first_launch_just_above_48k alone first (it needs a fresh process), then the rest.
-A survivor runs again under the racecheck hazard mode (pagedattn_mutant_props_race, a few
-cases of three properties). A mutant is killed when any property fails (or the run
-crashes, traps or times out), survived when all pass, stillborn when it does not compile.
-Survivors named in mutation_equivalent.json are equivalent, with the reason printed; those
-in mutation_survivors.json are known holes (still survived; --check, CI, fails on others).
-Writes out/properties/mutation.json (after every mutant).
+min/max. Each mutant is written into a copy of the sources (BUILD/property_tests/mutant)
+and runs through up to three stages, cheapest first, stopping at the first kill:
+  1. f32_w32: only the f32/warp-32 instantiation is rebuilt (pagedattn_mutant_props) and
+     the suite runs with PAGEDATTN_PROP_ONLY_F32_H200=1, every case through it. Skipped
+     when that instantiation's object file is byte-identical to the unmutated one (the
+     mutant does not change its code).
+  2. all: every instantiation (f32/f16/bf16 x warp 32/64, each with its own and the fp8
+     caches) is rebuilt from the mutated sources (pagedattn_mutant_props_all: the program
+     built entirely from them) and the whole suite runs, every dtype and both profiles
+     (warp 32 on h200, warp 64 on bi-v100). Which instantiations the mutant changed is read
+     off their object files; when no object built from the mutated copy differs from the
+     unmutated build (and no library object compiled from the original sources includes the
+     file), the mutant is equivalent by construction: the program is the same.
+  3. racecheck: survivors that changed f32_w32 run again under the racecheck hazard mode
+     (pagedattn_mutant_props_race, a few cases of three properties): a removed barrier, or
+     lanes that all store to one slot, race without changing a value.
+Each run is prop_v1_first_launch_just_above_48k alone first (it needs a fresh process),
+then the rest, under EMU_CHECKS=memcheck,synccheck. A mutant is killed when any property
+fails (or the run crashes, traps or times out), survived when all pass, stillborn when it
+does not compile. Survivors named in mutation_equivalent.json are equivalent, with the
+reason; those in mutation_survivors.json are known holes (still survived; --check, CI,
+fails on others). Writes --out (after every mutant), with the commit and source digest it
+ran on (scripts/source_digest.py).
 
-  /usr/bin/python3 property_tests/mutate.py --build build            # every mutant (~2 h)
+Sharding: --shard K/N runs every N-th mutant of the selection from the K-th (disjoint
+shards that together are the selection); `mutate.py merge A.json B.json ... --out M.json`
+folds shard results, refusing shards of other sources, selections or settings and any
+mutant twice. One build folder runs one shard at a time (a lock; on one machine give
+parallel shards their own build folders).
+
+  /usr/bin/python3 property_tests/mutate.py --build build             # the whole catalogue
+  /usr/bin/python3 property_tests/mutate.py --build build --shard 2/8 # one shard of it
+  /usr/bin/python3 property_tests/mutate.py merge shards/*.json --out out/properties/mutation.json
   /usr/bin/python3 property_tests/mutate.py --build build --sample 88 # every 6th
-  /usr/bin/python3 property_tests/mutate.py --list                   # ids only
+  /usr/bin/python3 property_tests/mutate.py --list                    # ids and diffs
 """
 import argparse
+import fcntl
+import glob
+import hashlib
 import json
 import os
 import re
-import shutil
+import resource
 import subprocess
 import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+import source_digest  # noqa: E402  (the one definition of the commit and source digest)
+
 # runner.cuh is compiled into launch_emu.cpp (the library), not into the rebuilt
-# instantiation: its mutants would never be built, so they are left out, not counted.
+# instantiations: its mutants would never be built, so they are left out, not counted.
 NOT_IN_INSTANTIATION = {"kernels/src/runner.cuh"}
 TARGETS = sorted(
     os.path.join("kernels/src", f) for f in os.listdir(os.path.join(ROOT, "kernels/src"))
     if f.endswith(".cuh") and os.path.join("kernels/src", f) not in NOT_IN_INSTANTIATION) + [
         "kernels/include/pagedattn/lse_state.h"]
+# The (scalar type, warp width) instantiation files, each an object of the mutant build.
+INSTANTIATIONS = sorted(re.sub(r"^emu_|\.cpp$", "", f)
+                        for f in os.listdir(os.path.join(ROOT, "kernels/src"))
+                        if re.fullmatch(r"emu_[a-z0-9]+_w\d+\.cpp", f))
+FIRST = "f32_w32"  # stage 1's instantiation (PAGEDATTN_PROP_ONLY_F32_H200 selects it)
 EQUIVALENT = os.path.join(ROOT, "property_tests", "mutation_equivalent.json")
 # Known holes: survivors that change behaviour but that no property can see (with the reason).
 # They count as survived in the score; --check (CI) fails only on survivors not listed here.
@@ -108,16 +139,79 @@ def sh(cmd, timeout, env=None):
         return 124, (e.stdout or b"").decode(errors="replace")
 
 
+_LOCK = []  # the lock file, held open (locked) until the process ends
+
+
+def lock(build, timeout):
+    """One run per build folder: two would share the mutant copy and Ninja's state."""
+    path = os.path.join(build, "property_tests", "mutate.lock")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    f = open(path, "a+")
+    t0 = time.time()
+    said = False
+    while True:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            f.seek(0)
+            f.truncate()
+            f.write(str(os.getpid()))
+            f.flush()
+            _LOCK.append(f)
+            return
+        except OSError:
+            if time.time() - t0 > timeout:
+                f.seek(0)
+                sys.exit("mutate.py: %s is still locked by pid %s after %d s (another run in "
+                         "this build folder; --lock-timeout)" % (path, f.read().strip() or "?",
+                                                                  timeout))
+            if not said:
+                print("mutate.py: waiting for %s (another run in this build folder)" % path,
+                      flush=True)
+                said = True
+            time.sleep(1)
+
+
+def sync_copy(src, dst):
+    """dst becomes a copy of src; a file already equal keeps its mtime (nothing to rebuild),
+    every other file is written afresh (a new mtime). Not copy2, which keeps the sources'
+    old mtimes: older than the objects a previous run left (built from ITS last mutant), so
+    Ninja would rebuild nothing and the "unmutated" baseline would run that mutant (the old
+    flaky fp8 failure). A file equal in content was last written by a restore, after any
+    build from a mutant of it, so its objects are rebuilt when they must be."""
+    keep = set()
+    for d, _, names in os.walk(src):
+        for n in names:
+            s_ = os.path.join(d, n)
+            rel = os.path.relpath(s_, src)
+            t = os.path.join(dst, rel)
+            keep.add(rel)
+            data = open(s_, "rb").read()
+            if os.path.isfile(t) and open(t, "rb").read() == data:
+                continue
+            os.makedirs(os.path.dirname(t), exist_ok=True)
+            with open(t, "wb") as f:
+                f.write(data)
+    for d, _, names in os.walk(dst):
+        for n in names:
+            if os.path.relpath(os.path.join(d, n), dst) not in keep:
+                os.remove(os.path.join(d, n))
+
+
 def prepare(build, mdir):
     for sub, src in (("src", "kernels/src"), ("include", "kernels/include")):
-        dst = os.path.join(mdir, sub)
-        if os.path.isdir(dst):
-            shutil.rmtree(dst)
-        # shutil.copy, not copytree's default copy2: copy2 keeps the sources' old mtimes,
-        # older than the objects the previous run left (built from ITS last mutant, the
-        # loop restores a file without rebuilding), so Ninja saw nothing to rebuild and the
-        # "unmutated" baseline ran the last mutant of the previous run (the flaky fp8 failure).
-        shutil.copytree(os.path.join(ROOT, src), dst, copy_function=shutil.copy)
+        sync_copy(os.path.join(ROOT, src), os.path.join(mdir, sub))
+    # Configure only when the build folder does not have the mutant targets for this copy
+    # yet (a later run, or a ctest running beside other tests, leaves the build files alone).
+    cache = os.path.join(build, "CMakeCache.txt")
+    ninja = os.path.join(build, "build.ninja")
+    configured = os.path.exists(cache) and os.path.exists(ninja) and \
+        ("PAGEDATTN_MUTANT_DIR:PATH=%s\n" % mdir) in open(cache).read()
+    if configured:
+        targets = open(ninja).read()
+        configured = all(("pagedattn_mutant_kernel_%s:" % i) in targets or
+                         ("pagedattn_mutant_kernel_%s " % i) in targets for i in INSTANTIATIONS)
+    if configured:
+        return
     rc, log = sh(["cmake", "-S", ".", "-B", build, "-DPAGEDATTN_MUTANT_DIR=" + mdir], 600)
     if rc != 0:
         sys.exit("mutate.py: cmake failed:\n" + log[-3000:])
@@ -129,6 +223,46 @@ def mutant_path(mdir, rel):
     return os.path.join(mdir, "include", rel[len("kernels/include/"):])
 
 
+def object_files(build):
+    """{name: path} of every object compiled from the mutant copy: one per instantiation
+    (pagedattn_mutant_kernel_<inst>) and the suite's (pagedattn_mutant_suite)."""
+    out = {}
+    base = os.path.join(build, "property_tests", "CMakeFiles")
+    for lib in ["pagedattn_mutant_kernel_" + i for i in INSTANTIATIONS] + ["pagedattn_mutant_suite"]:
+        for o in glob.glob(os.path.join(base, lib + ".dir", "**", "*.o"), recursive=True):
+            out[lib + ":" + os.path.basename(o)] = o
+    return out
+
+
+def digests(paths):
+    res = {}
+    for name, p in paths.items():
+        with open(p, "rb") as f:
+            res[name] = hashlib.sha256(f.read()).hexdigest()
+    return res
+
+
+def shared_with_library(build):
+    """Kernel sources that library objects compiled from the ORIGINAL sources include
+    (Ninja's dependency records): a mutant of one of them is never applied to those, so
+    identical mutant-copy objects do not prove its program unchanged."""
+    rc, log = sh(["ninja", "-C", build, "-t", "deps"], 120)
+    if rc != 0:
+        return set(TARGETS)  # unknown: never claim equivalence by construction
+    shared, inside = set(), False
+    for line in log.split("\n"):
+        if line and not line.startswith(" "):
+            obj = line.split(":")[0]
+            inside = ("pagedattn_kernels" in obj and "/mutant" not in obj
+                      and not re.search(r"emu_[a-z0-9]+_w\d+\.cpp\.o$", obj))
+        elif inside:
+            path = os.path.normpath(line.strip())
+            rel = os.path.relpath(path, ROOT) if os.path.isabs(path) else path
+            if rel in TARGETS:
+                shared.add(rel)
+    return shared
+
+
 # Run alone, first, in a fresh process: it needs kernels never launched before (the emulator,
 # like CUDA, remembers a shared-memory opt-in per kernel for the whole process).
 FIRST_LAUNCH = "Properties.prop_v1_first_launch_just_above_48k"
@@ -138,6 +272,8 @@ FIRST_LAUNCH = "Properties.prop_v1_first_launch_just_above_48k"
 RACE_FILTER = ("Properties.prop_v2_eq_v1:Properties.prop_fold_partitions_softmax_reduce:"
                "Properties.prop_one_token_exact")
 RACE_CASES = 3
+STAGE_TARGET = {"f32_w32": "pagedattn_mutant_props", "all": "pagedattn_mutant_props_all",
+                "racecheck": "pagedattn_mutant_props_race"}
 
 
 def run_suite(binary, env, gfilter, timeout=300):
@@ -150,62 +286,260 @@ def run_suite(binary, env, gfilter, timeout=300):
         return fail[0]
     if rc == -4:  # SIGILL: __builtin_trap of -fsanitize=bounds (trap-on-error, no runtime)
         return "bounds trap (-fsanitize=bounds, index past a fixed-size array)"
-    return "crash/timeout rc %d" % rc
+    if rc == 124:
+        return "timeout (%d s)" % timeout
+    return "crash rc %d" % rc
 
 
-def build_and_run(build, cases, seed, checks, race=False):
-    target = "pagedattn_mutant_props_race" if race else "pagedattn_mutant_props"
-    rc, log = sh(["cmake", "--build", build, "-j2", "--target", target], 900)
-    if rc != 0:
-        return "stillborn", log[-1500:]
-    # Under every emulator check: a mutant that reads out of bounds, races or misuses a
-    # barrier without changing a value is still a defect the suite should report.
-    env = dict(os.environ, PAGEDATTN_PROP_ONLY_F32_H200="1", PAGEDATTN_PROP_SEED=str(seed),
-               RC_PARAMS="max_success=%d" % (RACE_CASES if race else cases), EMU_CHECKS=checks)
-    binary = os.path.join(build, "property_tests", target)
-    if race:
-        env["EMU_CHECKS"] = "racecheck,memcheck,synccheck"
+def build(bdir, targets):
+    rc, log = sh(["cmake", "--build", bdir, "-j2", "--target"] + targets, 1800)
+    return None if rc == 0 else (log[-1500:] or "build failed rc %d" % rc)
+
+
+def run_stage(a, bdir, stage):
+    """Runs one stage's binary (already built); returns the failure or None."""
+    env = dict(os.environ, PAGEDATTN_PROP_SEED=str(a.seed), EMU_CHECKS=a.checks,
+               RC_PARAMS="max_success=%d" % a.cases)
+    env.pop("PAGEDATTN_PROP_ONLY_F32_H200", None)
+    if stage != "all":  # stages 1 and 3 rebuild f32/warp 32 only: every case through it
+        env["PAGEDATTN_PROP_ONLY_F32_H200"] = "1"
+    binary = os.path.join(bdir, "property_tests", STAGE_TARGET[stage])
+    if stage == "racecheck":
+        env.update(EMU_CHECKS="racecheck,memcheck,synccheck", RC_PARAMS="max_success=%d" % RACE_CASES)
         fail = run_suite(binary, env, RACE_FILTER, 600)
-        return ("killed", fail + " (racecheck)") if fail else ("survived", "")
-    fail = run_suite(binary, env, FIRST_LAUNCH) or \
-        run_suite(binary, env, "Properties.*:-" + FIRST_LAUNCH)
-    return ("killed", fail) if fail else ("survived", "")
+        return fail and fail + " (racecheck)"
+    return run_suite(binary, env, FIRST_LAUNCH) or \
+        run_suite(binary, env, "Properties.*:-" + FIRST_LAUNCH, a.suite_timeout)
 
 
-def write_json(a, counts, results, ms, catalogue):
-    """Writes --out (after every mutant too: an interrupted run keeps what it measured)."""
-    live = counts["killed"] + counts["survived"]
-    score = counts["killed"] / live if live else None
-    known = []
-    if a.known_wrong and os.path.exists(a.known_wrong):
-        known = [{"name": k["name"], "killed": k["killed"]} for k in json.load(open(a.known_wrong))]
-    out = {"known_wrong": known,
-           "source": dict(counts, score=score, total=len(ms), sample=bool(a.sample or a.ids),
-                          catalogue=catalogue, done=len(results),
-                          cases_per_property=a.cases, seed=a.seed, emu_checks=a.checks,
-                          mutants=results)}
-    os.makedirs(os.path.dirname(os.path.join(ROOT, a.out)), exist_ok=True)
-    json.dump(out, open(os.path.join(ROOT, a.out), "w"), indent=2)
-    return out, score
+def baseline_key(a):
+    """What the unmutated baseline's verdict depends on: the sources (kernels, emulator,
+    suite, reference, bound, this script) and the settings."""
+    h = hashlib.sha256()
+    for top in ("kernels", "emulator", "property_tests", "reference", "proofs/bound"):
+        for d, _, names in sorted(os.walk(os.path.join(ROOT, top))):
+            for n in sorted(names):
+                p = os.path.join(d, n)
+                if n.endswith(".json") and top == "property_tests":
+                    continue  # the equivalence and survivor lists do not change the build
+                with open(p, "rb") as f:
+                    h.update(os.path.relpath(p, ROOT).encode() + b"\0" + f.read())
+    h.update(json.dumps([a.cases, a.seed, a.checks, a.no_race, INSTANTIATIONS]).encode())
+    return h.hexdigest()
+
+
+def run_baseline(a, bdir):
+    """Builds every mutant target from the unmutated copy, records each object's digest
+    (what a mutant is compared with) and checks that every stage passes. Kept in
+    BUILD/property_tests/mutant-baseline.json under a key of the sources and settings: a
+    later shard on the same sources skips the runs (the objects are recompiled anyway)."""
+    stamp = os.path.join(bdir, "property_tests", "mutant-baseline.json")
+    key = baseline_key(a)
+    targets = [STAGE_TARGET["f32_w32"], STAGE_TARGET["all"]] + \
+        ([] if a.no_race else [STAGE_TARGET["racecheck"]])
+    why = build(bdir, targets)
+    if why:
+        sys.exit("mutate.py: the unmutated build does not compile:\n" + why)
+    objects = digests(object_files(bdir))
+    if not a.fresh_baseline and os.path.exists(stamp):
+        old = json.load(open(stamp))
+        if old.get("key") == key and old.get("objects") == objects:
+            print("baseline (unmutated) passed before on these sources and settings", flush=True)
+            return objects
+    for stage in ("f32_w32", "all") + (() if a.no_race else ("racecheck",)):
+        fail = run_stage(a, bdir, stage)
+        if fail:
+            sys.exit("mutate.py: the unmutated build fails stage %s: %s" % (stage, fail))
+    json.dump({"key": key, "objects": objects}, open(stamp, "w"), indent=1)
+    print("baseline (unmutated) passes every stage", flush=True)
+    return objects
+
+
+def run_mutant(a, bdir, base, shared, m):
+    """The stages for one mutant (already written into the copy): (status, detail, record)."""
+    rec = {"stages": [], "instantiations": {i: "not built" for i in INSTANTIATIONS}}
+
+    def objects_changed(names):
+        now = digests({k: v for k, v in object_files(bdir).items() if k in names})
+        return [k for k in names if now.get(k) != base.get(k)]
+
+    def timed(stage, fn):
+        t0 = time.time()
+        r = fn()
+        rec["stages"].append({"stage": stage, "seconds": round(time.time() - t0, 1),
+                              "result": r or "passed"})
+        return r
+
+    def stage(name, built=False):
+        """Builds (unless built) and runs one stage: ("stillborn" | "killed", why), or None
+        when the suite passed."""
+        why = None if built else build(bdir, [STAGE_TARGET[name]])
+        if why:
+            return "stillborn", why
+        fail = timed(name, lambda: run_stage(a, bdir, name))
+        return ("killed", "%s: %s" % ("all instantiations" if name == "all" else FIRST, fail)) \
+            if fail else None
+
+    first_obj = [k for k in base if k.startswith("pagedattn_mutant_kernel_%s:" % FIRST)]
+    why = build(bdir, ["pagedattn_mutant_kernel_" + FIRST])
+    if why:
+        return "stillborn", why, rec
+    first_differs = bool(objects_changed(first_obj))
+    rec["instantiations"][FIRST] = "differs" if first_differs else "identical"
+    end = stage("f32_w32") if first_differs else None
+    if end:
+        return end + (rec,)
+    why = build(bdir, [STAGE_TARGET["all"]])
+    if why:
+        return "stillborn", why, rec
+    changed = objects_changed(list(base))
+    for i in INSTANTIATIONS:
+        rec["instantiations"][i] = "differs" if any(
+            c.startswith("pagedattn_mutant_kernel_%s:" % i) for c in changed) else "identical"
+    rec["suite_objects_changed"] = sorted(c.split(":", 1)[1] for c in changed
+                                          if c.startswith("pagedattn_mutant_suite:"))
+    if not changed and m["file"] not in shared:
+        return "equivalent", ("identical code: every object built from the mutated sources "
+                              "is byte-identical to the unmutated build's"), rec
+    end = stage("all", built=True) or (
+        stage("racecheck") if not a.no_race and first_differs else None)
+    if end:
+        return end + (rec,)
+    return "survived", "", rec
+
+
+def catalogue_digest(ms):
+    return hashlib.sha256("\n".join(m["id"] for m in ms).encode()).hexdigest()
+
+
+def count(results):
+    c = {"killed": 0, "survived": 0, "equivalent": 0, "stillborn": 0}
+    for r in results:
+        c[r["status"]] += 1
+    live = c["killed"] + c["survived"]
+    return c, (c["killed"] / live if live else None)
+
+
+def write_json(path, out):
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path + ".tmp", "w") as f:
+        json.dump(out, f, indent=2)
+    os.replace(path + ".tmp", path)
+
+
+def result_json(a, prov, selection, ms, results, known, t_start):
+    c, score = count(results)
+    secs = [r["seconds"] for r in results]
+    return {"provenance": prov, "known_wrong": known,
+            "source": dict(c, score=score, total=len(ms), sample=bool(a.sample or a.ids),
+                           catalogue=selection["catalogue"], selection=selection,
+                           shard=a.shard, shards=[a.shard], complete=len(results) == len(ms),
+                           done=len(results), cases_per_property=a.cases, seed=a.seed,
+                           emu_checks=a.checks, racecheck=not a.no_race,
+                           instantiations=INSTANTIATIONS,
+                           seconds=round(time.time() - t_start, 1),
+                           mutant_seconds=round(sum(secs), 1),
+                           mutant_cpu_seconds=round(sum(r.get("cpu_seconds", 0) for r in results), 1),
+                           mutants=results)}
+
+
+SETTINGS = ("selection", "cases_per_property", "seed", "emu_checks", "racecheck",
+            "instantiations", "catalogue")
+
+
+def merge(files, out_path):
+    """Folds shard results into one; refuses what would not add up."""
+    shards, first, seen, results, known = [], None, {}, [], []
+    for f in files:
+        try:
+            d = json.load(open(f))
+            src = d["source"]
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            sys.exit("mutate.py merge: %s is not a mutate.py result (%s)" % (f, e))
+        prov = d.get("provenance")
+        if not isinstance(prov, dict) or "digest" not in prov:
+            sys.exit("mutate.py merge: %s records no provenance (commit and source digest)" % f)
+        if first is None:
+            first, fd = f, d
+        if prov["digest"] != fd["provenance"]["digest"]:
+            sys.exit("mutate.py merge: %s ran on other sources than %s (source digests differ)"
+                     % (f, first))
+        for k in SETTINGS:
+            if src.get(k) != fd["source"].get(k):
+                sys.exit("mutate.py merge: %s and %s differ in %s (%r, %r)"
+                         % (first, f, k, fd["source"].get(k), src.get(k)))
+        for sh_ in src.get("shards") or [src.get("shard")]:
+            if sh_ in shards:
+                sys.exit("mutate.py merge: shard %s appears twice (%s)" % (sh_, f))
+            shards.append(sh_)
+        for r in src["mutants"]:
+            if r["id"] in seen:
+                sys.exit("mutate.py merge: mutant %s appears twice (%s, %s)" % (r["id"], seen[r["id"]], f))
+            seen[r["id"]] = f
+            results.append(r)
+        known = known or d.get("known_wrong", [])
+    n = {int(str(s).split("/")[1]) for s in shards if s and "/" in str(s)}
+    if len(n) > 1:
+        sys.exit("mutate.py merge: shards of different counts %s" % sorted(shards))
+    c, score = count(results)
+    src0 = fd["source"]
+    out = {"provenance": fd["provenance"], "known_wrong": known,
+           "source": dict(c, score=score, total=len(results), sample=src0.get("sample"),
+                          shard=None, shards=sorted(shards, key=lambda s: int(str(s).split("/")[0])),
+                          complete=bool(n) and len(shards) == n.pop() and all(
+                              json.load(open(f))["source"].get("complete") for f in files),
+                          done=len(results),
+                          seconds=round(sum(json.load(open(f))["source"].get("seconds", 0)
+                                            for f in files), 1),
+                          mutant_seconds=round(sum(r.get("seconds", 0) for r in results), 1),
+                          mutants=results, **{k: src0.get(k) for k in SETTINGS})}
+    write_json(out_path, out)
+    print("merged %d shard(s), %d mutants: killed %d, survived %d, equivalent %d, stillborn %d; "
+          "score %s%s" % (len(shards), len(results), c["killed"], c["survived"], c["equivalent"],
+                          c["stillborn"], "n/a" if score is None else "%.1f%%" % (100 * score),
+                          "" if out["source"]["complete"] else " (INCOMPLETE: not every shard)"))
+    return 0
+
+
+def parse_shard(s):
+    m = re.fullmatch(r"(\d+)/(\d+)", s or "")
+    if not m or not 1 <= int(m.group(1)) <= int(m.group(2)):
+        raise argparse.ArgumentTypeError("--shard must be K/N with 1 <= K <= N, got %r" % s)
+    return s
 
 
 def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "merge":
+        mp = argparse.ArgumentParser(prog="mutate.py merge",
+                                     description="merge shard results of mutate.py --shard")
+        mp.add_argument("files", nargs="+")
+        mp.add_argument("--out", required=True)
+        ma = mp.parse_args(sys.argv[2:])
+        return merge(ma.files, ma.out)
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--build", default="build", help="configured build folder (default build)")
     ap.add_argument("--sample", type=int, default=0, help="every (total/N)-th mutant only (N of them)")
     ap.add_argument("--offset", type=int, default=-1,
                     help="with --sample: start at this index (default: half a step)")
+    ap.add_argument("--shard", type=parse_shard, default="1/1",
+                    help="K/N: every N-th mutant of the selection from the K-th (default 1/1)")
     ap.add_argument("--check", action="store_true",
                     help="CI: exit 1 when a non-equivalent mutant survives that\n"
                          "mutation_survivors.json does not list with a reason")
     ap.add_argument("--no-race", action="store_true",
                     help="do not re-run survivors under racecheck (the hazard mode)")
     ap.add_argument("--ids", nargs="*", help="only these mutant ids")
-    ap.add_argument("--cases", type=int, default=25, help="cases per property per mutant")
+    ap.add_argument("--cases", type=int, default=25, help="cases per property per stage")
     ap.add_argument("--seed", type=int, default=20261130)
     ap.add_argument("--checks", default="memcheck,synccheck",
                     help="EMU_CHECKS for the runs (default memcheck,synccheck: nearly free;\n"
                          "racecheck costs 20x)")
+    ap.add_argument("--suite-timeout", type=int, default=600,
+                    help="seconds one suite run may take before it counts as a kill (a hang)")
+    ap.add_argument("--lock-timeout", type=int, default=6 * 3600,
+                    help="seconds to wait for another run in the same build folder")
+    ap.add_argument("--fresh-baseline", action="store_true",
+                    help="run the unmutated baseline even if it passed on these sources")
     ap.add_argument("--out", default="out/properties/mutation.json")
     ap.add_argument("--known-wrong", default="", help="known_wrong.json of test_known_wrong")
     ap.add_argument("--list", action="store_true")
@@ -218,26 +552,34 @@ def main():
             print(m["id"], "|", m["original"], "=>", m["mutated"])
         print(len(ms), "mutants", file=sys.stderr)
         return 0
+    selection = {"catalogue": catalogue, "catalogue_digest": catalogue_digest(ms),
+                 "sample": a.sample, "offset": a.offset, "ids": a.ids or None}
     if a.ids:
         ms = [m for m in ms if m["id"] in set(a.ids)]
+        missing = set(a.ids) - {m["id"] for m in ms}
+        if missing:
+            sys.exit("mutate.py: --ids: no such mutant %s (see --list)" % " ".join(sorted(missing)))
     elif a.sample:
         step = max(1, len(ms) // a.sample)
         ms = ms[(step // 2 if a.offset < 0 else a.offset % step)::step][:a.sample]
+    k, n = (int(x) for x in a.shard.split("/"))
+    ms = ms[k - 1::n]
     equivalent = json.load(open(EQUIVALENT)) if os.path.exists(EQUIVALENT) else {}
     known_holes = json.load(open(SURVIVORS)) if os.path.exists(SURVIVORS) else {}
-    build = os.path.abspath(os.path.join(ROOT, a.build))
-    mdir = os.path.join(build, "property_tests", "mutant")
-    prepare(build, mdir)
-    status, why = build_and_run(build, a.cases, a.seed, a.checks)
-    if status != "survived":
-        sys.exit("mutate.py: the unmutated build does not pass (%s): %s" % (status, why))
-    if ms and not a.no_race:
-        status, why = build_and_run(build, a.cases, a.seed, a.checks, race=True)
-        if status != "survived":
-            sys.exit("mutate.py: the unmutated build fails under racecheck: %s" % why)
-    print("baseline (unmutated) passes", flush=True)
-    counts = {"killed": 0, "survived": 0, "equivalent": 0, "stillborn": 0}
+    known = []
+    if a.known_wrong and os.path.exists(a.known_wrong):
+        known = [{"name": x["name"], "killed": x["killed"]} for x in json.load(open(a.known_wrong))]
+    bdir = os.path.abspath(os.path.join(ROOT, a.build))
+    lock(bdir, a.lock_timeout)
+    t_start = time.time()
+    prov = source_digest.provenance(ROOT)  # the unmutated sources this run judges
+    mdir = os.path.join(bdir, "property_tests", "mutant")
+    prepare(bdir, mdir)
+    base = run_baseline(a, bdir)
+    shared = shared_with_library(bdir)
+    out_path = os.path.join(ROOT, a.out)
     results = []
+    write_json(out_path, result_json(a, prov, selection, ms, results, known, t_start))
     for i, m in enumerate(ms):
         path = mutant_path(mdir, m["file"])
         original = open(os.path.join(ROOT, m["file"])).read().split("\n")
@@ -245,28 +587,40 @@ def main():
         mutated[m["line"] - 1] = m["_new"]
         open(path, "w").write("\n".join(mutated))
         t0 = time.time()
-        st, why = build_and_run(build, a.cases, a.seed, a.checks)
-        if st == "survived" and not a.no_race:
-            # A second chance under the racecheck hazard mode: a removed barrier, or lanes
-            # that now all store to one slot, race without changing a value.
-            st, why = build_and_run(build, a.cases, a.seed, a.checks, race=True)
-        open(path, "w").write("\n".join(original))
+        ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        try:
+            st, why, rec = run_mutant(a, bdir, base, shared, m)
+        finally:
+            open(path, "w").write("\n".join(original))
         if st == "survived" and m["id"] in equivalent:
             st, why = "equivalent", equivalent[m["id"]]
         elif st == "survived" and m["id"] in known_holes:
             why = "known hole: " + known_holes[m["id"]]
-        counts[st] += 1
-        r = {k: v for k, v in m.items() if not k.startswith("_")}
-        r.update(status=st, detail=why, seconds=round(time.time() - t0, 1))
+        r = {k2: v for k2, v in m.items() if not k2.startswith("_")}
+        ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        # CPU seconds (compilers, links, suite runs): what a mutant costs whatever else
+        # shares the cores; the estimate of a whole run is made from it.
+        cpu = ru1.ru_utime + ru1.ru_stime - ru0.ru_utime - ru0.ru_stime
+        r.update(status=st, detail=why if st != "stillborn" else why[-400:],
+                 seconds=round(time.time() - t0, 1), cpu_seconds=round(cpu, 1), **rec)
         results.append(r)
         print("[%d/%d] %-10s %s  %s => %s  %s" % (i + 1, len(ms), st, m["id"], m["original"],
                                                   m["mutated"], why if st != "stillborn" else ""),
               flush=True)
-        write_json(a, counts, results, ms, catalogue)
-    out, score = write_json(a, counts, results, ms, catalogue)
+        write_json(out_path, result_json(a, prov, selection, ms, results, known, t_start))
+    if source_digest.provenance(ROOT)["digest"] != prov["digest"]:
+        sys.exit("mutate.py: the sources changed while the run went on; %s is not a verdict "
+                 "on either version" % a.out)
+    c, score = count(results)
     print("killed %d, survived %d, equivalent %d, stillborn %d; score %s (killed / non-equivalent)"
-          % (counts["killed"], counts["survived"], counts["equivalent"], counts["stillborn"],
+          % (c["killed"], c["survived"], c["equivalent"], c["stillborn"],
              "n/a" if score is None else "%.1f%%" % (100 * score)))
+    if results:
+        per = sum(r["seconds"] for r in results) / len(results)
+        cpu = sum(r["cpu_seconds"] for r in results) / len(results)
+        print("%.1f s (%.1f CPU s) a mutant over %d; the whole catalogue (%d) at that CPU rate: "
+              "about %.0f min on 2 otherwise idle cores (one shard; N shards on N machines: 1/N)"
+              % (per, cpu, len(results), catalogue, cpu * catalogue / 2 / 60))
     for r in results:
         if r["status"] in ("survived", "equivalent"):
             print("  %s %s: %s => %s%s" % (r["status"], r["id"], r["original"], r["mutated"],

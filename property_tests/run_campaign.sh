@@ -3,15 +3,17 @@
 # parallel), then every shard summary merged into out/properties/campaign.json. One
 # property at a time, so an interrupted campaign keeps the properties it finished. Usage:
 #   property_tests/run_campaign.sh [CASES_PER_PROPERTY] [SHARDS] [SEED]
-# BUILD_DIR (default build) must hold pagedattn_prop_campaign. Shard summaries go to
-# out/properties/shards/. Exit status: non-zero if any shard found a failure.
+# BUILD_DIR (default build) must hold pagedattn_prop_campaign. OUT_DIR (default
+# out/properties) receives campaign.json, its shard summaries shards/. Exit status:
+# non-zero if any shard found a failure. Each summary records the commit and source digest
+# it judged; the merge refuses shards of other sources.
 set -euo pipefail
 cases=${1:-10000}
 shards=${2:-2}
 seed=${3:-1}
 build=${BUILD_DIR:-build}
 bin=$build/property_tests/pagedattn_prop_campaign
-out=out/properties
+out=${OUT_DIR:-out/properties}
 mkdir -p "$out/shards"
 rm -f "$out"/shards/*-of-"$shards".json
 status=0

@@ -3,9 +3,12 @@
 usage: /usr/bin/python3 render_report.py DIR
 
 Reads DIR/report-data.json and DIR/audit.json (written by `pagedattn report`) and the
-files report-data.json names (the property campaign, the mutation score, the GPU
-results); a missing input makes its section say "not available". Writes plots (PNG and
-SVG), DIR/index.html (self-contained: images as data URIs) and DIR/summary.md.
+files report-data.json names (the property campaigns, the mutation score, the GPU
+results); a missing input makes its section say "not available". Every input records the
+commit and source digest it judged ("provenance", scripts/source_digest.py): each section
+says which commit and date it comes from, and is marked stale, in the verdict tables too,
+when its digest differs from the checkout's. Writes plots (PNG and SVG), DIR/index.html
+(self-contained: images as data URIs) and DIR/summary.md.
 """
 import base64
 import glob
@@ -15,11 +18,49 @@ import math
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
 import report_plots as rp  # noqa: E402
 import section_checks  # noqa: E402
 
 NA = "not available"
+STALE = "stale"
+
+
+def checkout_provenance(data):
+    """What the inputs are compared with: the source tree the renderer sits in (reports/..,
+    scripts/source_digest.py), else (an installed renderer) the report program's own build."""
+    root = os.path.dirname(HERE)
+    if os.path.exists(os.path.join(root, "scripts", "source_digest.py")) and \
+            os.path.isdir(os.path.join(root, "kernels", "src")):
+        sys.path.insert(0, os.path.join(root, "scripts"))
+        import source_digest
+        return source_digest.provenance(root), "this checkout"
+    return data.get("provenance"), "the report program's build"
+
+
+def freshness(prov, current):
+    """(stale, text): whether a section judged other sources than the checkout's, and the
+    line that says from which commit and date it comes."""
+    if not isinstance(prov, dict) or not isinstance(prov.get("digest"), dict):
+        return True, ("stale: records no commit or source digest, so it cannot say what it "
+                      "judged")
+    commit = (prov.get("commit") or "no commit")[:10] + (" (uncommitted changes)"
+                                                          if prov.get("dirty") else "")
+    kern = prov["digest"].get("kernels") or "?"
+    if not isinstance(current, dict) or not isinstance(current.get("digest"), dict):
+        return False, f"from commit {commit}, {prov.get('date', '?')} (kernels {kern[:12]})"
+    changed = [p for p in sorted(prov["digest"]) if prov["digest"][p] != current["digest"].get(p)]
+    if changed:
+        return True, (f"stale: from commit {commit}, {prov.get('date', '?')}; "
+                      f"{' and '.join(changed)} changed since (kernels {kern[:12]}, checkout "
+                      f"{current['digest'].get('kernels', '?')[:12]})")
+    return False, f"current: from commit {commit}, {prov.get('date', '?')} (kernels {kern[:12]})"
+
+
+def marked(v, stale):
+    """A verdict figure, with the stale marker when its input judged other sources."""
+    return f"{fmt(v)} ({STALE})" if stale and v is not None else v
 
 
 def load_json(path):
@@ -55,7 +96,23 @@ def worst(rows, key):
     return max(vals) if vals else None
 
 
-def verdict(data, rows, campaign, mutation):
+def checks_cell(s):
+    """The emulator-checks verdict of a profile: clean or not, and which checks ran."""
+    if s is None:
+        return None
+    ran = s.get("ran")
+    head = "clean" if s.get("clean") else f"{len(s.get('findings', []))} finding(s)"
+    if not isinstance(ran, dict):
+        return head + "; which checks ran is not recorded"
+    partial = [f"{k}: {v}" for k, v in ran.items() if not str(v).startswith("every launch")]
+    if not partial:
+        return head + "; ran on every launch: " + ", ".join(ran)
+    full = [k for k, v in ran.items() if str(v).startswith("every launch")]
+    return head + "; only partly: " + "; ".join(partial) + " (every launch: " + \
+        ", ".join(full) + ")"
+
+
+def verdict(data, rows, stale):
     out = []
     dtypes = sorted({r["dtype"] for r in rows})
     for prof in data["profiles"]:
@@ -66,37 +123,66 @@ def verdict(data, rows, campaign, mutation):
                       and r.get("status") == "error"]
             checks = data.get("emulator_checks", {}).get("profiles", {}).get(prof)
             model = data.get("model", {}).get(prof, {}).get("headline", {})
-            row = {
+            out.append({
                 "profile": prof,
                 "dtype": dt,
-                "worst_ulp": worst(ours, "max_ulp_err"),
-                "worst_over_bound": worst(ours, "err_over_bound"),
+                "worst_ulp": marked(worst(ours, "max_ulp_err"), stale["audit"]),
+                "worst_over_bound": marked(worst(ours, "err_over_bound"), stale["audit"]),
                 "cases": len(ours),
                 "errors": len(errors),
-                "property_cases": None,
-                "property_failures": None,
-                "mutation_score": None,
-                "checks_clean": None if checks is None else checks.get("clean"),
+                "checks": marked(checks_cell(checks), stale["checks"]),
                 "v1_longest": data.get("limits", {}).get(prof, {}).get("v1_max_seq_len"),
                 "v2_100k_us": model.get("v2_us"),
-            }
-            if campaign and isinstance(campaign.get("properties"), list):
-                row["property_cases"] = sum(p.get("cases", 0) for p in campaign["properties"])
-                row["property_failures"] = sum(p.get("failures", 0)
-                                               for p in campaign["properties"])
-            if mutation and isinstance(mutation.get("source"), dict):
-                row["mutation_score"] = mutation["source"].get("score")
-            out.append(row)
+            })
     return out
+
+
+def shared_verdicts(inputs, fresh, campaign, mutation, current):
+    """The figures that no profile owns (the campaigns draw both profiles and every dtype;
+    the mutants run on every instantiation): one row each, with where they come from."""
+    out = []
+    for what, c, path in (("property campaign, run for this report", fresh,
+                           inputs.get("campaign_fresh")),
+                          ("property campaign, committed", campaign, inputs.get("campaign"))):
+        if not path:
+            continue
+        row = {"what": what, "file": path}
+        if c and isinstance(c.get("properties"), list):
+            cases = sum(p.get("cases", 0) for p in c["properties"])
+            fails = sum(p.get("failures", 0) for p in c["properties"])
+            st, row["from"] = freshness(c.get("provenance"), current)
+            row["figure"] = marked(f"{cases:,} cases over {len(c['properties'])} "
+                                   f"propert{'y' if len(c['properties']) == 1 else 'ies'}, "
+                                   f"{fails} failures", st)
+        else:
+            row.update(figure=NA, **{"from": f"{path} missing"})
+        out.append(row)
+    row = {"what": "mutation score (killed / non-equivalent)", "file": inputs.get("mutation")}
+    if mutation and isinstance(mutation.get("source"), dict):
+        src = mutation["source"]
+        st, row["from"] = freshness(mutation.get("provenance"), current)
+        insts = src.get("instantiations") or ["f32_w32"]
+        row["figure"] = marked(
+            f"{fmt(src.get('score'))}: {src.get('killed')} killed of "
+            f"{(src.get('killed') or 0) + (src.get('survived') or 0)} non-equivalent, "
+            f"{src.get('total', '?')} of {src.get('catalogue', '?')} mutants run "
+            f"({'a sample' if src.get('sample') else 'all'}), instantiations {', '.join(insts)}",
+            st)
+    else:
+        row.update(figure=NA, **{"from": f"{inputs.get('mutation')} missing"})
+    out.append(row)
+    return out
+
+
+SHARED_COLS = [("what", "shared by every profile and dtype"), ("figure", "figure"),
+               ("from", "judged"), ("file", "file")]
 
 
 VERDICT_COLS = [
     ("profile", "profile"), ("dtype", "dtype"),
     ("worst_ulp", "worst error (ulps, our numerics)"),
     ("worst_over_bound", "worst error / bound"),
-    ("property_cases", "property cases run"), ("property_failures", "property failures"),
-    ("mutation_score", "mutation score"),
-    ("checks_clean", "emulator checks clean"),
+    ("checks", "emulator checks (and which ran)"),
     ("v1_longest", "V1's longest sequence (tokens)"),
     ("v2_100k_us", "modelled V2 at 100K tokens (µs)"),
 ]
@@ -134,6 +220,8 @@ table{border-collapse:collapse;margin:0.8em 0;font-size:0.9em}
 th,td{border:1px solid #ccc;padding:3px 8px;text-align:right}
 th{background:#f2f2f2;text-align:center}
 td:first-child,td:nth-child(2){text-align:left}
+.prov{color:#555;font-size:0.85em}
+.stale{color:#a00;font-weight:bold;font-size:0.85em}
 figure{margin:1.2em 0}
 figure img{max-width:100%;border:1px solid #eee}
 figcaption{font-style:italic;color:#444;margin-top:0.3em}
@@ -285,7 +373,20 @@ def main():
     inputs = data.get("inputs", {})
     campaign = load_json(inputs.get("campaign", "")) if inputs.get("campaign") else None
     mutation = load_json(inputs.get("mutation", "")) if inputs.get("mutation") else None
+    fresh = load_json(inputs["campaign_fresh"]) if inputs.get("campaign_fresh") else None
     gpu = data.get("gpu")
+    current, against = checkout_provenance(data)
+    ec = data.get("emulator_checks")
+    gpu_prov = load_json(os.path.join(inputs.get("gpu_dir", ""), "provenance.json")) \
+        if inputs.get("gpu_dir") else None
+    # section -> (stale, "from commit ... / stale: ..."), each input judged on its own record.
+    judged = {"audit": freshness(audit.get("provenance"), current),
+              "checks": freshness((ec or {}).get("provenance"), current),
+              "gpu": freshness(gpu_prov, current)}
+    stale = {k: v[0] for k, v in judged.items()}
+
+    def prov_line(stale_, text):
+        return f'<p class="{"stale" if stale_ else "prov"}">{html.escape(text)}</p>'
     gpu_files = sorted(glob.glob(os.path.join(inputs.get("gpu_dir", ""), "*.json"))) \
         if inputs.get("gpu_dir") else []
 
@@ -296,16 +397,22 @@ def main():
                 f"<code>{html.escape(data.get('size', '?'))}</code>, profiles "
                 f"{html.escape(', '.join(data['profiles']))}; {len(rows)} audited kernel calls. "
                 "Errors are measured on the CPU emulator against the exact reference; times are "
-                "a model's predictions unless the GPU section says otherwise.</p>")
+                "a model's predictions unless the GPU section says otherwise. Each section says "
+                f"which commit it judged, against {html.escape(against)} (kernels "
+                f"{html.escape(((current or {}).get('digest') or {}).get('kernels', '?')[:12])}"
+                "); a section whose source digest differs is marked stale.</p>")
     md.append("# pagedattn report summary\n")
     md.append(f"Generated {data.get('generated', '?')}, grid `{data.get('size')}`, "
               f"{len(rows)} audited kernel calls. Full page: `index.html`.\n")
 
     # Verdict
-    v = verdict(data, rows, campaign, mutation)
+    v = verdict(data, rows, stale)
+    shared = shared_verdicts(inputs, fresh, campaign, mutation, current)
     body.append("<h2>Verdict</h2>")
     body.append(html_table(VERDICT_COLS, v))
     notes = []
+    for what, key in (("worst errors (audit)", "audit"), ("emulator checks", "checks")):
+        notes.append(f"{what}: {judged[key][1]}")
     if all(r["worst_over_bound"] is None for r in v):
         notes.append("error / bound: not available (the audit rows carry no bound yet)")
     if campaign is None:
@@ -317,12 +424,15 @@ def main():
     body.append("<p>V1's longest sequence: head size 128, block size 16, at the profile's "
                 "opt-in shared-memory limit. Modelled V2 at 100K: 1 sequence, 32 heads over 8 KV "
                 "heads, head size 128, fp16 (the headline case).</p>")
-    md.append("## Verdict\n\n" + md_table(VERDICT_COLS, v))
+    body.append("<p>Shared by every profile and dtype (the campaigns draw both profiles and "
+                "every dtype; the mutants run on every instantiation):</p>"
+                + html_table(SHARED_COLS, shared))
+    md.append("## Verdict\n\n" + md_table(VERDICT_COLS, v) + "\n" + md_table(SHARED_COLS, shared))
     for n in notes:
         md.append(f"- {n}\n")
 
     # Precision
-    body.append("<h2>Precision against seq_len</h2>")
+    body.append("<h2>Precision against seq_len</h2>" + prov_line(*judged["audit"]))
     sweep = [r for r in rows if r.get("distribution") == "normal" and r["num_heads"] == 8]
     for dt in sorted({r["dtype"] for r in sweep}):
         ok, cap = rp.precision_plot(out, sweep, dt, "max_ulp_err", f"precision_{dt}")
@@ -438,6 +548,8 @@ def main():
 
     # GPU
     body.append("<h2>Measured on a GPU</h2>")
+    if gpu:
+        body.append(prov_line(*judged["gpu"]))
     gpu_section(body, md, out, gpu, inputs)
     if gpu_files:
         body.append("<p>GPU files read: " + ", ".join(html.escape(os.path.basename(f))
@@ -448,37 +560,51 @@ def main():
     targets_section(body, md, data.get("targets"), inputs)
 
     # Properties and mutation
-    body.append("<h2>Property campaign</h2>")
-    if campaign and isinstance(campaign.get("properties"), list):
-        cols = [("name", "property"), ("cases", "cases"), ("discards", "discards"),
-                ("failures", "failures"), ("worst_err_over_bound", "worst error / bound"),
-                ("cases_per_s", "cases/s")]
-        body.append(f"<p>seed {html.escape(str(campaign.get('seed')))}, shards "
-                    f"{html.escape(str(campaign.get('shards')))}</p>"
-                    + html_table(cols, campaign["properties"]))
-    else:
-        body.append(na(f"property campaign ({inputs.get('campaign')})"))
+    body.append("<h2>Property campaigns</h2>")
+    cols = [("name", "property"), ("cases", "cases"), ("discards", "discards"),
+            ("failures", "failures"), ("worst_err_over_bound", "worst error / bound"),
+            ("cases_per_s", "cases/s")]
+    for title, c, path in (("Run for this report", fresh, inputs.get("campaign_fresh")),
+                           ("Committed", campaign, inputs.get("campaign"))):
+        if not path:
+            continue
+        body.append(f"<h3>{title} ({html.escape(str(path))})</h3>")
+        if c and isinstance(c.get("properties"), list):
+            body.append(prov_line(*freshness(c.get("provenance"), current)))
+            body.append(f"<p>seed {html.escape(str(c.get('seed')))}, shards "
+                        f"{html.escape(str(c.get('shards')))}</p>" + html_table(cols, c["properties"]))
+        else:
+            body.append(na(f"property campaign ({path})"))
     body.append("<h2>Mutation testing</h2>")
     if mutation and isinstance(mutation.get("source"), dict):
         src = mutation["source"]
         kw = mutation.get("known_wrong", [])
+        body.append(prov_line(*freshness(mutation.get("provenance"), current)))
         body.append(f"<p>Source mutants: {fmt(src.get('killed'))} killed, "
                     f"{fmt(src.get('survived'))} survived, {fmt(src.get('equivalent'))} "
-                    f"equivalent; score {fmt(src.get('score'))}. Known-wrong variants killed: "
-                    f"{sum(1 for k in kw if k.get('killed'))} of {len(kw)}.</p>")
+                    f"equivalent; score {fmt(src.get('score'))}; instantiations "
+                    f"{html.escape(', '.join(src.get('instantiations') or ['f32_w32']))}. "
+                    f"Known-wrong variants killed: {sum(1 for k in kw if k.get('killed'))} of "
+                    f"{len(kw)}.</p>")
     else:
         body.append(na(f"mutation score ({inputs.get('mutation')})"))
 
     body.append("<h2>Emulator checks</h2>")
-    ec = data.get("emulator_checks")
     if ec:
         crow = [{"profile": p, "cases": s["cases"], "clean": s["clean"],
+                 "ran": "; ".join(f"{k}: {v}" for k, v in (s.get("ran") or {}).items())
+                 or "not recorded",
                  "findings": "; ".join(s["findings"]) or "none"}
                 for p, s in ec["profiles"].items()]
         covers = f" memcheck saw {html.escape(ec['memcheck'])}." if ec.get("memcheck") else ""
-        body.append(f"<p>{html.escape(ec['checks'])} on {html.escape(ec['grid'])}.{covers}</p>"
+        body.append(prov_line(*judged["checks"]))
+        body.append(f"<p>{html.escape(ec['checks'])} on {html.escape(ec['grid'])}; run by "
+                    f"{html.escape(str(ec.get('program', 'pagedattn')))}"
+                    f"{'' if ec.get('instrumented') else ' (kernels not instrumented: racecheck can only reorder)'}"
+                    f".{covers}</p>"
                     + html_table([("profile", "profile"), ("cases", "kernel calls"),
-                                  ("clean", "clean"), ("findings", "findings")], crow))
+                                  ("clean", "clean"), ("ran", "checks that ran"),
+                                  ("findings", "findings")], crow))
     else:
         body.append(na("emulator checks"))
 

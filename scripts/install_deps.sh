@@ -21,6 +21,7 @@ pkgs=(
   hipcc libamdhip64-dev rocm-device-libs   # the kernels through HIP for gfx90a (scripts/test.d/50-targets.sh)
   clang-19                            # clang's CUDA front end for CUDA 13's headers (same stage)
   binutils                            # readelf, objcopy, ar: the GPU bundle (scripts/gpu_bundle.sh)
+  slurm-wlm munge                     # the one-node Slurm of ctest slurm.campaign_and_mutants
 )
 missing=()
 for p in "${pkgs[@]}"; do

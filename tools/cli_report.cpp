@@ -35,6 +35,10 @@ Run setup(CLI::App& app) {
   app.add_option("--properties", o.properties_dir,
                  "where campaign.json and mutation.json are (default out/properties)")
       ->option_text("DIR");
+  app.add_option("--campaign", o.fresh_campaign,
+                 "a campaign.json made for this report (scripts/report.sh runs a short one),\n"
+                 "shown beside the one in --properties")
+      ->option_text("FILE");
   app.add_option("--gpu", o.gpu_dir, "where scripts/gpu_check.sh wrote its JSON (default out/gpu)")
       ->option_text("DIR");
   app.add_option("--checks", o.checks_dir,

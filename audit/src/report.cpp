@@ -3,6 +3,8 @@
 // CSV and the table; metrics of a case that did not launch are null / empty.
 #include "pagedattn_audit/report.h"
 
+#include "pagedattn_audit/provenance.h"
+
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -91,6 +93,7 @@ std::string to_json(const std::vector<CaseResult>& cases, const std::string& com
   root["schema_version"] = kSchemaVersion;
   root["tool"] = "pagedattn audit";
   root["command"] = command;
+  root["provenance"] = provenance();  // the commit and source digest judged
   ordered_json arr = ordered_json::array();
   for (const CaseResult& r : cases) {
     ordered_json j;

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "elf_symbols.h"
+#include "emu/check_coverage.h"
 #include "internal.h"
 #include "tls.h"
 
@@ -199,6 +200,7 @@ void hazard_end() {
   HazardRun* h = state();
   if (!h) return;
   state() = nullptr;
+  if (h->accesses > 0) count_hazard_launch();  // emu/check_coverage.h
   static bool noted = false;
   if (h->accesses == 0 && !noted) {
     noted = true;

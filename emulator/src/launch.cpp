@@ -16,6 +16,7 @@
 #include <sstream>
 #include <thread>
 
+#include "emu/check_coverage.h"
 #include "emu/dynamic_shared.h"
 #include "emu/launch.h"
 #include "emu/profile.h"
@@ -258,6 +259,7 @@ cudaError_t launch_grid(const KernelEntry& k, dim3 grid, dim3 block, std::size_t
   run.kernel = name.c_str();
   run.kernel_address = k.address;
   run.checks = enabled_checks();
+  count_launch(run.checks);  // emu/check_coverage.h: which checks ran, for reports
   const WatchdogScope watchdog(run.kernel);
   TrafficRun* const traffic = traffic_begin(name);
   const bool differential =

@@ -354,7 +354,8 @@ else
   fi
 fi
 
-# ---- summary: gpu_run.json, at most 8 files in $out ----
+# ---- summary: gpu_run.json (and the bundle's provenance.json), at most 8 files in $out ----
+[ -f "$here/provenance.json" ] && cp "$here/provenance.json" "$out/provenance.json"
 total=$((SECONDS - t0))
 manifest=$(tr -d '\n' <"$here/MANIFEST.json" 2>/dev/null | grep -o '"commit": "[^"]*"' | sed -n 1,1p)
 cat >"$out/gpu_run.json" <<EOF

@@ -1,6 +1,6 @@
 (** Prints the axioms each main theorem rests on; proofs/coq/check.sh compares the list
     with assumptions.expected. Each block starts with a THEOREM line for the parser. *)
-From PagedAttn Require Import LseExact LseRound.
+From PagedAttn Require Import Sums LseExact LseRound Logit Kernel V1 V2 Main.
 
 Goal True. idtac "THEOREM merge_empty_identity". Abort.
 Print Assumptions merge_empty_identity.
@@ -34,3 +34,17 @@ Goal True. idtac "THEOREM weighted_sum_error". Abort.
 Print Assumptions weighted_sum_error.
 Goal True. idtac "THEOREM fold_error". Abort.
 Print Assumptions fold_error.
+Goal True. idtac "THEOREM tree_err". Abort.
+Print Assumptions tree_err.
+Goal True. idtac "THEOREM logit_err". Abort.
+Print Assumptions logit_err.
+Goal True. idtac "THEOREM logit_no_overflow". Abort.
+Print Assumptions logit_no_overflow.
+Goal True. idtac "THEOREM assemble". Abort.
+Print Assumptions assemble.
+Goal True. idtac "THEOREM v1_error". Abort.
+Print Assumptions v1_error.
+Goal True. idtac "THEOREM v2_error". Abort.
+Print Assumptions v2_error.
+Goal True. idtac "THEOREM kernel_error_bound". Abort.
+Print Assumptions kernel_error_bound.

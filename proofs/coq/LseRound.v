@@ -1,160 +1,52 @@
 (** Rounding error of kernels/include/pagedattn/lse_state.h as the kernels build it, in
-    Flocq's model of binary32: one step of PartitionState::merge ([merge_step_error]) and
-    the V2 reduce, WeightedSum as kernels/src/reduce_kernel.cuh runs it
-    ([weighted_sum_error], [fold_error]).
+    Flocq's model of binary32 with its underflow term (Fp.v): one step of
+    PartitionState::merge ([merge_step_error]) and the V2 reduce, WeightedSum as
+    kernels/src/reduce_kernel.cuh runs it ([weighted_sum_error], [fold_error]).
 
     Model (each assumption is a hypothesis of the theorems below, nothing is axiomatized):
     - binary32 = Flocq's FLT format with 24-bit precision and emin = -149 (subnormals
-      included), every +, -, *, / rounded to nearest, ties to even ([rnd]); an fmaf is
-      one [rnd] of the exact w * o + acc. Flocq's FLT has no largest exponent, so it equals
-      IEEE binary32 only while no result overflows (|x| < 2^128): that is a stated
-      assumption, not checked here.
+      included), every +, -, *, / rounded to nearest, ties to even ([Fp.rnd]); an fmaf is
+      one [rnd] of the exact w * o + acc. Every rounding is x (1 + d) + e with |d| <= u and
+      |e| <= 2^-150 ([Fp.rnd_err]): no result is assumed normal. Sums and differences of
+      two floats have no absolute term (a tiny sum of floats is exact). Flocq's FLT has no
+      largest exponent, so it equals IEEE binary32 only while no result overflows (the
+      reduce's rescue path for that is in Kernel.v).
     - No contraction: the host builds with -ffp-contract=off and nvcc with --fmad=false,
       so a * b + c in the header is rnd(rnd(a * b) + c); only lse_fma fuses.
     - max is exact (it returns one operand).
     - exp is the caller's exp_fn (expf or __expf): on the float argument d it returns some
-      E with |E - exp d| <= e_exp * exp d ([exp_model]); e_exp is a parameter.
-    - No underflow in the products, quotients and fma results: each of their exact results
-      is 0 or at least 2^-126 in magnitude ([no_underflow]). Sums and differences of two
-      floats need no such hypothesis: a tiny sum of floats is exact (Flocq's
-      FLT_plus_error_N_ex). *)
+      E >= 0 with |E - exp d| <= e_exp * exp d + ee ([exp_model]); e_exp and ee are
+      parameters. ee covers results flushed to zero (__expf is ex2.approx.ftz: below
+      2^-126 it may return 0), so partitions far below the global max are covered. *)
 From Coq Require Import Reals List Lra Lia.
 Import ListNotations.
-From Flocq Require Import Core Relative Plus_error.
+From Flocq Require Import Core.
+From PagedAttn Require Import Fp Sums Err.
 From PagedAttn Require LseExact.
 Open Scope R_scope.
 
-Definition prec : Z := 24%Z.
-Definition emin : Z := (-149)%Z.
-Lemma prec_pos : (0 < prec)%Z. Proof. reflexivity. Qed.
-Global Instance prec_gt_0_inst : Prec_gt_0 prec := prec_pos.
-
-Notation fmt := (FLT_exp emin prec).
-Definition fmtb (x : R) : Prop := generic_format radix2 fmt x.
-Definition rnd (x : R) : R := round radix2 fmt ZnearestE x.
-
-(** The unit roundoff of binary32, 2^-24. *)
-Definition u : R := u_ro radix2 prec.
-
-Lemma u_value : u = / 16777216.
-Proof. unfold u, u_ro, prec. simpl. unfold Z.pow_pos. simpl. field. Qed.
-
-Lemma u_pos : 0 <= u. Proof. apply u_ro_pos. Qed.
-Lemma u_small : u <= / 16777216. Proof. rewrite u_value. lra. Qed.
-
-(** The smallest normal binary32 magnitude, 2^-126. *)
-Definition no_underflow (x : R) : Prop := x = 0 \/ bpow radix2 (emin + prec - 1) <= Rabs x.
-
-Definition exp_model (e_exp E d : R) : Prop := Rabs (E - exp d) <= e_exp * exp d.
-
-Lemma fmtb_rnd : forall x, fmtb (rnd x).
-Proof. intros x. apply generic_format_round; auto with typeclass_instances. Qed.
-
-Lemma rnd_rel : forall x, no_underflow x -> exists d, Rabs d <= u /\ rnd x = x * (1 + d).
-Proof.
-  intros x [->|H].
-  - exists 0. split; [rewrite Rabs_R0; apply u_pos|].
-    unfold rnd. rewrite round_0 by auto with typeclass_instances. ring.
-  - destruct (relative_error_N_FLT_ex radix2 emin prec prec_pos (fun z => negb (Z.even z)) x H) as [d [Hd E]].
-    exists d. split; [exact Hd|exact E].
-Qed.
-
-Lemma rnd_plus : forall x y, fmtb x -> fmtb y ->
-  exists d, Rabs d <= u /\ rnd (x + y) = (x + y) * (1 + d).
-Proof.
-  intros x y Fx Fy.
-  destruct (FLT_plus_error_N_ex radix2 emin prec
-              (fun z => negb (Z.even z)) x y Fx Fy) as [d [Hd E]].
-  exists d. split; [|exact E]. eapply Rle_trans; [exact Hd|apply u_rod1pu_ro_le_u_ro].
-Qed.
-
-Lemma rnd_nonneg : forall x, 0 <= x -> 0 <= rnd x.
-Proof.
-  intros x H. unfold rnd. rewrite <- (round_0 radix2 fmt ZnearestE).
-  apply round_le; auto with typeclass_instances.
-Qed.
+Definition exp_model (e_exp ee E d : R) : Prop :=
+  0 <= E /\ Rabs (E - exp d) <= e_exp * exp d + ee.
 
 Lemma fmtb_max : forall a b, fmtb a -> fmtb b -> fmtb (Rmax a b).
 Proof. intros a b Fa Fb. unfold Rmax. destruct (Rle_dec a b); assumption. Qed.
 
-Lemma exp_mono : forall x y, x <= y -> exp x <= exp y.
-Proof.
-  intros x y H. destruct (Req_dec x y) as [->|N]; [lra|].
-  apply Rlt_le, exp_increasing. lra.
-Qed.
-
-(** * Generic error composition *)
-
-(** A relative error b on top of a relative error a (against y >= 0). *)
-Lemma rel_compose : forall x y z a b, 0 <= y -> 0 <= a -> 0 <= b ->
-  Rabs (x - y) <= a * y -> Rabs (z - x) <= b * Rabs x ->
-  Rabs (z - y) <= ((1 + a) * (1 + b) - 1) * y.
-Proof.
-  intros x y z a b Hy Ha Hb H1 H2.
-  assert (Hx : Rabs x <= (1 + a) * y).
-  { replace x with ((x - y) + y) by ring.
-    eapply Rle_trans; [apply Rabs_triang|]. rewrite (Rabs_pos_eq y Hy). lra. }
-  replace (z - y) with ((z - x) + (x - y)) by ring.
-  eapply Rle_trans; [apply Rabs_triang|].
-  assert (b * Rabs x <= b * ((1 + a) * y)) by (apply Rmult_le_compat_l; auto).
-  nra.
-Qed.
-
-Lemma rel_factor : forall x d b, Rabs d <= b -> Rabs (x * (1 + d) - x) <= b * Rabs x.
-Proof.
-  intros x d b H. replace (x * (1 + d) - x) with (d * x) by ring.
-  rewrite Rabs_mult. apply Rmult_le_compat_r; [apply Rabs_pos|exact H].
-Qed.
-
-Lemma abs_sum_le : forall x1 y1 x2 y2 a1 a2,
-  Rabs (x1 - y1) <= a1 -> Rabs (x2 - y2) <= a2 -> Rabs ((x1 + x2) - (y1 + y2)) <= a1 + a2.
-Proof.
-  intros. replace ((x1 + x2) - (y1 + y2)) with ((x1 - y1) + (x2 - y2)) by ring.
-  eapply Rle_trans; [apply Rabs_triang|lra].
-Qed.
-
 (** * One weight: w = rnd(s * E), E = exp_fn(rnd(m - M)), against s * exp(m - M). *)
 
-Lemma weight_err : forall s m M E e_exp,
-  fmtb m -> fmtb M -> m <= M -> 0 <= s -> 0 <= e_exp <= 1 ->
-  exp_model e_exp E (rnd (m - M)) -> no_underflow (s * E) ->
-  Rabs (rnd (s * E) - s * exp (m - M))
-  <= (exp ((M - m) * u) * (1 + e_exp) * (1 + u) - 1) * (s * exp (m - M)).
+(** The relative factor of one weight: exp of an argument off by t (|t| <= a), the exp's
+    relative error eps (|eps| <= e) and the product's d1 (|d1| <= u). *)
+Lemma weight_factor : forall a e t eps d1, 0 <= a -> 0 <= e <= 1 ->
+  Rabs t <= a -> Rabs eps <= e -> Rabs d1 <= u ->
+  Rabs (exp t * (1 + eps) * (1 + d1) - 1) <= exp a * (1 + e) * (1 + u) - 1.
 Proof.
-  intros s m M E e Fm FM HmM Hs He HE HU.
-  destruct (rnd_plus m (- M) Fm (generic_format_opp _ _ _ FM)) as [d0 [Hd0 R0]].
-  fold (m - M) in R0.
-  destruct (rnd_rel _ HU) as [d1 [Hd1 R1]]. rewrite R1.
-  set (x := m - M) in *. set (a := (M - m) * u).
-  set (t := x * d0).
-  assert (Ha : 0 <= a) by (unfold a; apply Rmult_le_pos; [lra|apply u_pos]).
-  assert (Ht : Rabs t <= a).
-  { unfold t, a. rewrite Rabs_mult. replace (M - m) with (Rabs x)
-      by (unfold x; rewrite Rabs_left1 by lra; ring).
-    apply Rmult_le_compat_l; [apply Rabs_pos|exact Hd0]. }
-  assert (Ed : exp (rnd x) = exp x * exp t).
-  { rewrite R0, <- exp_plus. f_equal. unfold t. ring. }
-  unfold exp_model in HE. rewrite Ed in HE.
-  pose proof (exp_pos x) as Px. pose proof (exp_pos t) as Pt.
-  set (eps := (E - exp x * exp t) / (exp x * exp t)).
-  assert (Eeps : E = exp x * exp t * (1 + eps)) by (unfold eps; field; lra).
-  assert (Heps : Rabs eps <= e).
-  { assert (Pxt : 0 < exp x * exp t) by nra.
-    unfold eps. unfold Rdiv. rewrite Rabs_mult, Rabs_inv, (Rabs_pos_eq (exp x * exp t)) by lra.
-    apply (Rmult_le_reg_r (exp x * exp t)); [exact Pxt|].
-    rewrite Rmult_assoc, Rinv_l by lra. lra. }
-  rewrite Eeps.
+  intros a e t eps d1 Ha He Ht Heps Hd1.
   set (X := exp t). set (A := exp a).
   assert (XA : X <= A) by (apply exp_mono; apply Rabs_le_inv in Ht; lra).
   assert (AX : 1 - a <= X).
   { pose proof (exp_ineq1_le t). apply Rabs_le_inv in Ht. unfold X. lra. }
   assert (A1 : 1 + a <= A) by apply exp_ineq1_le.
   apply Rabs_le_inv in Heps. apply Rabs_le_inv in Hd1. pose proof u_pos. pose proof u_small.
-  replace (s * (exp x * X * (1 + eps)) * (1 + d1) - s * exp x)
-    with ((X * (1 + eps) * (1 + d1) - 1) * (s * exp x)) by ring.
-  rewrite Rabs_mult, (Rabs_pos_eq (s * exp x)) by nra.
-  apply Rmult_le_compat_r; [nra|].
-  assert (P0 : 0 <= X) by (unfold X; lra).
+  assert (P0 : 0 <= X) by (unfold X; pose proof (exp_pos t); lra).
   assert (Up : X * (1 + eps) * (1 + d1) <= A * (1 + e) * (1 + u)).
   { apply Rmult_le_compat; try nra. }
   assert (Lo : 2 - A * (1 + e) * (1 + u) <= X * (1 + eps) * (1 + d1)).
@@ -177,6 +69,50 @@ Proof.
       assert (0 <= e * u) by (apply Rmult_le_pos; lra).
       lra. }
   apply Rabs_le. lra.
+Qed.
+
+(** One weight w = rnd(s E), E = exp_fn(rnd(m - M)), against s exp(m - M): relative
+    exp((M - m) u)(1 + e)(1 + u) - 1, plus the absolute (1 + u) s ee + 2^-150 of an exp
+    flushed to zero and a product below the normal range. *)
+Lemma weight_err : forall s m M E e ee,
+  fmtb m -> fmtb M -> m <= M -> 0 <= s -> 0 <= e <= 1 -> 0 <= ee ->
+  exp_model e ee E (rnd (m - M)) ->
+  Rabs (rnd (s * E) - s * exp (m - M))
+  <= (exp ((M - m) * u) * (1 + e) * (1 + u) - 1) * (s * exp (m - M))
+     + ((1 + u) * s * ee + eta).
+Proof.
+  intros s m M E e ee Fm FM HmM Hs He Hee [HE0 HE].
+  destruct (rnd_minus m M Fm FM) as [d0 [Hd0 R0]].
+  set (x := m - M) in *. set (a := (M - m) * u). set (t := x * d0).
+  assert (Ha : 0 <= a) by (unfold a; apply Rmult_le_pos; [lra|apply u_pos]).
+  assert (Ht : Rabs t <= a).
+  { unfold t, a. rewrite Rabs_mult. replace (M - m) with (Rabs x)
+      by (unfold x; rewrite Rabs_left1 by lra; ring).
+    apply Rmult_le_compat_l; [apply Rabs_pos|exact Hd0]. }
+  assert (Ed : exp (rnd x) = exp x * exp t).
+  { rewrite R0, <- exp_plus. f_equal. unfold t. ring. }
+  pose proof (exp_pos x) as Px. pose proof (exp_pos t) as Pt.
+  destruct (split_err E (exp (rnd x)) e ee (exp_pos _) (proj1 He) Hee HE)
+    as [eps [z [Heps [Hz EE]]]].
+  destruct (rnd_err (s * E)) as [d1 [e1 [Hd1 [He1 [_ R1]]]]]. rewrite R1, EE, Ed.
+  pose proof (weight_factor a e t eps d1 Ha He Ht Heps Hd1) as WF.
+  pose proof u_pos. pose proof eta_pos.
+  replace (s * (exp x * exp t * (1 + eps) + z) * (1 + d1) + e1 - s * exp x)
+    with ((exp t * (1 + eps) * (1 + d1) - 1) * (s * exp x) + s * z * (1 + d1) + e1) by ring.
+  assert (B1 : Rabs ((exp t * (1 + eps) * (1 + d1) - 1) * (s * exp x))
+               <= (exp a * (1 + e) * (1 + u) - 1) * (s * exp x)).
+  { rewrite Rabs_mult, (Rabs_pos_eq (s * exp x)) by nra.
+    apply Rmult_le_compat_r; [nra|exact WF]. }
+  assert (B2 : Rabs (s * z * (1 + d1)) <= (1 + u) * s * ee).
+  { rewrite !Rabs_mult, (Rabs_pos_eq s) by lra.
+    assert (Rabs (1 + d1) <= 1 + u) by (apply Rabs_le; apply Rabs_le_inv in Hd1; lra).
+    assert (Rabs z * Rabs (1 + d1) <= ee * (1 + u))
+      by (apply Rmult_le_compat; auto using Rabs_pos).
+    assert (s * (Rabs z * Rabs (1 + d1)) <= s * (ee * (1 + u))) by (apply Rmult_le_compat_l; lra).
+    lra. }
+  pose proof (Rabs_triang ((exp t * (1 + eps) * (1 + d1) - 1) * (s * exp x) + s * z * (1 + d1)) e1).
+  pose proof (Rabs_triang ((exp t * (1 + eps) * (1 + d1) - 1) * (s * exp x)) (s * z * (1 + d1))).
+  lra.
 Qed.
 
 (** * The constants of one merge step *)
@@ -205,19 +141,21 @@ Proof.
   lra.
 Qed.
 
-Lemma weight_err_gap : forall s m1 m2 m E e_exp,
-  fmtb m1 -> fmtb m2 -> (m = m1 \/ m = m2) -> 0 <= s -> 0 <= e_exp <= 1 ->
-  exp_model e_exp E (rnd (m - Rmax m1 m2)) -> no_underflow (s * E) ->
+Lemma weight_err_gap : forall s m1 m2 m E e ee,
+  fmtb m1 -> fmtb m2 -> (m = m1 \/ m = m2) -> 0 <= s -> 0 <= e <= 1 -> 0 <= ee ->
+  exp_model e ee E (rnd (m - Rmax m1 m2)) ->
   Rabs (rnd (s * E) - s * exp (m - Rmax m1 m2))
-  <= alpha e_exp (Rabs (m1 - m2)) * (s * exp (m - Rmax m1 m2)).
+  <= alpha e (Rabs (m1 - m2)) * (s * exp (m - Rmax m1 m2)) + ((1 + u) * s * ee + eta).
 Proof.
-  intros s m1 m2 m E e F1 F2 Hm Hs He HE HU.
+  intros s m1 m2 m E e ee F1 F2 Hm Hs He Hee HE.
   assert (Fm : fmtb m) by (destruct Hm as [->| ->]; auto).
   assert (Le : m <= Rmax m1 m2) by (destruct Hm as [->| ->]; [apply Rmax_l|apply Rmax_r]).
   assert (Gap : Rmax m1 m2 - m <= Rabs (m1 - m2)).
   { unfold Rmax. destruct (Rle_dec m1 m2), Hm as [->| ->];
       unfold Rabs; destruct (Rcase_abs _); lra. }
-  eapply Rle_trans; [apply (weight_err s m (Rmax m1 m2) E e Fm (fmtb_max _ _ F1 F2) Le Hs He HE HU)|].
+  eapply Rle_trans;
+    [apply (weight_err s m (Rmax m1 m2) E e ee Fm (fmtb_max _ _ F1 F2) Le Hs He Hee HE)|].
+  apply Rplus_le_compat_r.
   apply Rmult_le_compat_r; [pose proof (exp_pos (m - Rmax m1 m2)); nra|].
   unfold alpha. pose proof u_pos.
   assert (exp ((Rmax m1 m2 - m) * u) <= exp (Rabs (m1 - m2) * u))
@@ -227,108 +165,41 @@ Proof.
 Qed.
 
 (** merge_step_error, the (m, s) part: M is exact, and the computed s is within gamma_s of
-    the exact merge w1* + w2* of the same (already rounded) inputs. *)
+    the exact merge w1* + w2* of the same (already rounded) inputs, plus the two weights'
+    absolute terms om_i = (1 + u) s_i ee + 2^-150 after one more rounding. *)
 Theorem merge_step_error_s :
-  forall m1 s1 m2 s2 E1 E2 e_exp,
-  fmtb m1 -> fmtb m2 -> 0 <= s1 -> 0 <= s2 -> 0 <= e_exp <= 1 ->
-  exp_model e_exp E1 (rnd (m1 - Rmax m1 m2)) ->
-  exp_model e_exp E2 (rnd (m2 - Rmax m1 m2)) ->
-  no_underflow (s1 * E1) -> no_underflow (s2 * E2) ->
+  forall m1 s1 m2 s2 E1 E2 e ee,
+  fmtb m1 -> fmtb m2 -> 0 <= s1 -> 0 <= s2 -> 0 <= e <= 1 -> 0 <= ee ->
+  exp_model e ee E1 (rnd (m1 - Rmax m1 m2)) ->
+  exp_model e ee E2 (rnd (m2 - Rmax m1 m2)) ->
   let s := rnd (rnd (s1 * E1) + rnd (s2 * E2)) in
   let sx := s1 * exp (m1 - Rmax m1 m2) + s2 * exp (m2 - Rmax m1 m2) in
-  Rabs (s - sx) <= gamma_s e_exp (Rabs (m1 - m2)) * sx.
+  let om1 := (1 + u) * s1 * ee + eta in
+  let om2 := (1 + u) * s2 * ee + eta in
+  Rabs (s - sx) <= gamma_s e (Rabs (m1 - m2)) * sx + (1 + u) * (om1 + om2).
 Proof.
-  intros m1 s1 m2 s2 E1 E2 e F1 F2 Hs1 Hs2 He HE1 HE2 HU1 HU2 s sx.
-  pose proof (weight_err_gap s1 m1 m2 m1 E1 e F1 F2 (or_introl eq_refl) Hs1 He HE1 HU1) as W1.
-  pose proof (weight_err_gap s2 m1 m2 m2 E2 e F1 F2 (or_intror eq_refl) Hs2 He HE2 HU2) as W2.
+  intros m1 s1 m2 s2 E1 E2 e ee F1 F2 Hs1 Hs2 He Hee HE1 HE2 s sx om1 om2.
+  pose proof (weight_err_gap s1 m1 m2 m1 E1 e ee F1 F2 (or_introl eq_refl) Hs1 He Hee HE1) as W1.
+  pose proof (weight_err_gap s2 m1 m2 m2 E2 e ee F1 F2 (or_intror eq_refl) Hs2 He Hee HE2) as W2.
   set (a := alpha e (Rabs (m1 - m2))) in *.
   assert (Ha : 0 <= a) by (apply alpha_nonneg; [lra|apply Rabs_pos]).
-  assert (W : Rabs ((rnd (s1 * E1) + rnd (s2 * E2)) - sx) <= a * sx)
-    by (unfold sx; rewrite Rmult_plus_distr_l; apply abs_sum_le; assumption).
+  assert (W : Rabs ((rnd (s1 * E1) + rnd (s2 * E2)) - sx) <= a * sx + (om1 + om2)).
+  { unfold sx. replace (a * (s1 * exp (m1 - Rmax m1 m2) + s2 * exp (m2 - Rmax m1 m2)) + (om1 + om2))
+      with ((a * (s1 * exp (m1 - Rmax m1 m2)) + om1) + (a * (s2 * exp (m2 - Rmax m1 m2)) + om2))
+      by ring.
+    apply abs_sum_le; assumption. }
   destruct (rnd_plus _ _ (fmtb_rnd (s1 * E1)) (fmtb_rnd (s2 * E2))) as [d [Hd R]].
   unfold s. rewrite R. unfold gamma_s. fold a.
   assert (Hsx : 0 <= sx).
   { unfold sx. pose proof (exp_pos (m1 - Rmax m1 m2)). pose proof (exp_pos (m2 - Rmax m1 m2)). nra. }
-  eapply rel_compose; [exact Hsx|exact Ha|apply u_pos|exact W|apply rel_factor, Hd].
-Qed.
-
-(** * Two rounded products and their sum; a rounded quotient *)
-
-Lemma numerator_err : forall w1 w2 w1x w2x o1 o2 a,
-  0 <= w1x -> 0 <= w2x -> 0 <= a ->
-  Rabs (w1 - w1x) <= a * w1x -> Rabs (w2 - w2x) <= a * w2x ->
-  no_underflow (w1 * o1) -> no_underflow (w2 * o2) ->
-  Rabs (rnd (rnd (w1 * o1) + rnd (w2 * o2)) - (w1x * o1 + w2x * o2))
-  <= ((1 + a) * (1 + u) * (1 + u) - 1) * (w1x * Rabs o1 + w2x * Rabs o2).
-Proof.
-  intros w1 w2 w1x w2x o1 o2 a P1 P2 Ha H1 H2 U1 U2.
-  destruct (rnd_rel _ U1) as [d1 [Hd1 R1]]. destruct (rnd_rel _ U2) as [d2 [Hd2 R2]].
-  destruct (rnd_plus _ _ (fmtb_rnd (w1 * o1)) (fmtb_rnd (w2 * o2))) as [d3 [Hd3 R3]].
-  rewrite R3, R1, R2. pose proof u_pos.
-  assert (K : forall w wx d, 0 <= wx -> Rabs (w - wx) <= a * wx -> Rabs d <= u ->
-            Rabs (w * (1 + d) * (1 + d3) - wx) <= ((1 + a) * (1 + u) * (1 + u) - 1) * wx).
-  { intros w wx d Pw Hw Hd.
-    replace ((1 + a) * (1 + u) * (1 + u) - 1)
-      with ((1 + ((1 + a) * (1 + u) - 1)) * (1 + u) - 1) by ring.
-    apply rel_compose with (x := w * (1 + d)); auto.
-    - assert (0 <= a * u) by (apply Rmult_le_pos; lra). nra.
-    - apply rel_compose with (x := w); auto. apply rel_factor, Hd.
-    - apply rel_factor, Hd3. }
-  replace ((w1 * o1 * (1 + d1) + w2 * o2 * (1 + d2)) * (1 + d3) - (w1x * o1 + w2x * o2))
-    with ((w1 * (1 + d1) * (1 + d3) - w1x) * o1 + (w2 * (1 + d2) * (1 + d3) - w2x) * o2)
-    by ring.
-  eapply Rle_trans; [apply Rabs_triang|]. rewrite !Rabs_mult.
-  pose proof (K w1 w1x d1 P1 H1 Hd1). pose proof (K w2 w2x d2 P2 H2 Hd2).
-  pose proof (Rabs_pos o1). pose proof (Rabs_pos o2).
-  assert (Rabs (w1 * (1 + d1) * (1 + d3) - w1x) * Rabs o1
-          <= ((1 + a) * (1 + u) * (1 + u) - 1) * w1x * Rabs o1)
-    by (apply Rmult_le_compat_r; lra).
-  assert (Rabs (w2 * (1 + d2) * (1 + d3) - w2x) * Rabs o2
-          <= ((1 + a) * (1 + u) * (1 + u) - 1) * w2x * Rabs o2)
-    by (apply Rmult_le_compat_r; lra).
-  lra.
-Qed.
-
-Lemma division_err : forall n nx s sx A b g d,
-  0 < sx -> Rabs nx <= A -> Rabs (n - nx) <= b * A -> Rabs (s - sx) <= g * sx ->
-  0 <= b -> 0 <= g < 1 -> Rabs d <= u ->
-  Rabs (n / s * (1 + d) - nx / sx) <= ((1 + b) * (1 + u) / (1 - g) - 1) * (A / sx).
-Proof.
-  intros n nx s sx A b g d Psx HA Hn Hs Hb Hg Hd. pose proof u_pos.
-  assert (Ps : sx * (1 - g) <= s) by (apply Rabs_le_inv in Hs; lra).
-  assert (Ps' : 0 < s) by nra.
-  assert (PA : 0 <= A) by (pose proof (Rabs_pos nx); lra).
-  replace (n / s * (1 + d) - nx / sx)
-    with ((sx * ((n - nx) * (1 + d) + nx * d) - nx * (s - sx)) / (s * sx))
-    by (field; lra).
-  unfold Rdiv at 1. rewrite Rabs_mult, Rabs_inv, (Rabs_pos_eq (s * sx)) by nra.
-  set (K := b * (1 + u) + u + g).
-  assert (Num : Rabs (sx * ((n - nx) * (1 + d) + nx * d) - nx * (s - sx)) <= sx * A * K).
-  { unfold Rminus at 1. eapply Rle_trans; [apply Rabs_triang|]. rewrite Rabs_Ropp.
-    rewrite !Rabs_mult, (Rabs_pos_eq sx) by lra.
-    assert (T1 : Rabs ((n - nx) * (1 + d) + nx * d) <= b * A * (1 + u) + A * u).
-    { eapply Rle_trans; [apply Rabs_triang|]. rewrite !Rabs_mult.
-      assert (Rabs (1 + d) <= 1 + u)
-        by (apply Rabs_le; apply Rabs_le_inv in Hd; lra).
-      pose proof (Rabs_pos (n - nx)). pose proof (Rabs_pos nx). pose proof (Rabs_pos d).
-      pose proof (Rabs_pos (1 + d)).
-      assert (Rabs (n - nx) * Rabs (1 + d) <= b * A * (1 + u))
-        by (apply Rmult_le_compat; lra).
-      assert (Rabs nx * Rabs d <= A * u) by (apply Rmult_le_compat; lra).
-      lra. }
-    assert (T2 : Rabs nx * Rabs (s - sx) <= A * (g * sx))
-      by (apply Rmult_le_compat; auto using Rabs_pos).
-    unfold K.
-    assert (sx * Rabs ((n - nx) * (1 + d) + nx * d) <= sx * (b * A * (1 + u) + A * u))
-      by (apply Rmult_le_compat_l; lra).
-    nra. }
-  assert (PK : 0 <= K) by (unfold K; nra).
-  apply Rle_trans with (sx * A * K * / (sx * (1 - g) * sx)).
-  - assert (0 < sx * (1 - g)) by (apply Rmult_lt_0_compat; lra).
-    apply Rmult_le_compat; [apply Rabs_pos|left; apply Rinv_0_lt_compat; apply Rmult_lt_0_compat; lra|exact Num|].
-    assert (0 < sx * (1 - g)) by (apply Rmult_lt_0_compat; lra).
-    apply Rinv_le_contravar; [apply Rmult_lt_0_compat; lra|]. apply Rmult_le_compat_r; lra.
-  - right. unfold K. field. lra.
+  set (w := rnd (s1 * E1) + rnd (s2 * E2)) in *. pose proof u_pos.
+  replace (w * (1 + d) - sx) with ((w - sx) * (1 + d) + d * sx) by ring.
+  eapply Rle_trans; [apply Rabs_triang|]. rewrite !Rabs_mult, (Rabs_pos_eq sx) by lra.
+  assert (Rabs (1 + d) <= 1 + u) by (apply Rabs_le; apply Rabs_le_inv in Hd; lra).
+  assert (Rabs (w - sx) * Rabs (1 + d) <= (a * sx + (om1 + om2)) * (1 + u))
+    by (apply Rmult_le_compat; auto using Rabs_pos).
+  assert (Rabs d * sx <= u * sx) by (apply Rmult_le_compat_r; lra).
+  nra.
 Qed.
 
 Lemma alpha_mono : forall e g G, 0 <= e -> g <= G -> alpha e g <= alpha e G.
@@ -351,12 +222,6 @@ Proof.
   assert (0 <= alpha e G * u) by (apply Rmult_le_pos; lra). nra.
 Qed.
 
-Lemma exp_model_nonneg : forall e E d, e <= 1 -> exp_model e E d -> 0 <= E.
-Proof.
-  intros e E d He H. unfold exp_model in H. apply Rabs_le_inv in H.
-  pose proof (exp_pos d). nra.
-Qed.
-
 (** * One merge step as PartitionState::merge computes it *)
 
 (** The clamp of PartitionState::merge (LseExact.clamp, to [lo2 o1 o2, hi2 o1 o2]) can only
@@ -372,15 +237,40 @@ Proof.
     rewrite (Rabs_pos_eq (hi - y)) by lra. rewrite (Rabs_pos_eq (x - y)) by lra. lra.
 Qed.
 
-(** A normalized weight rnd(w / s) against wx / sx, from relative errors a on w and g on s. *)
-Lemma ratio_err : forall w wx s sx a g, 0 <= wx -> 0 < sx -> 0 <= a -> 0 <= g < 1 ->
-  Rabs (w - wx) <= a * wx -> Rabs (s - sx) <= g * sx -> no_underflow (w / s) ->
-  Rabs (rnd (w / s) - wx / sx) <= ((1 + a) * (1 + u) / (1 - g) - 1) * (wx / sx).
+(** One product rnd(a o) with a within ka q + c of q >= 0, then a second rounding d3. *)
+Lemma prod2_err : forall a q o ka c d3, 0 <= q -> 0 <= ka -> 0 <= c -> Rabs d3 <= u ->
+  Rabs (a - q) <= ka * q + c ->
+  Rabs (rnd (a * o) * (1 + d3) - q * o)
+  <= ((1 + ka) * (1 + u) * (1 + u) - 1) * (q * Rabs o) + (1 + u) * (1 + u) * (c * Rabs o)
+     + (1 + u) * eta.
 Proof.
-  intros w wx s sx a g Pw Ps Ha Hg Hw Hs HU.
-  destruct (rnd_rel _ HU) as [d [Hd R]]. rewrite R.
-  apply (division_err w wx s sx wx a g d Ps); auto.
-  rewrite Rabs_pos_eq by lra. lra.
+  intros a q o ka c d3 Hq Hka Hc Hd3 Ha.
+  destruct (rnd_err (a * o)) as [d [e [Hd [He [_ E]]]]]. rewrite E.
+  pose proof u_pos. pose proof eta_pos. pose proof (Rabs_pos o).
+  replace ((a * o * (1 + d) + e) * (1 + d3) - q * o)
+    with ((a * (1 + d) * (1 + d3) - q) * o + e * (1 + d3)) by ring.
+  eapply Rle_trans; [apply Rabs_triang|]. rewrite !Rabs_mult.
+  assert (R3 : Rabs (1 + d3) <= 1 + u) by (apply Rabs_le; apply Rabs_le_inv in Hd3; lra).
+  assert (F : Rabs (a * (1 + d) * (1 + d3) - q)
+              <= ((1 + ka) * (1 + u) * (1 + u) - 1) * q + (1 + u) * (1 + u) * c).
+  { replace (a * (1 + d) * (1 + d3) - q)
+      with ((a - q) * ((1 + d) * (1 + d3)) + q * ((1 + d) * (1 + d3) - 1)) by ring.
+    eapply Rle_trans; [apply Rabs_triang|].
+    rewrite (Rabs_mult (a - q)), (Rabs_mult q), (Rabs_pos_eq q) by lra.
+    assert (P : Rabs ((1 + d) * (1 + d3)) <= (1 + u) * (1 + u)).
+    { rewrite Rabs_mult. apply Rmult_le_compat; auto using Rabs_pos.
+      apply Rabs_le; apply Rabs_le_inv in Hd; lra. }
+    assert (Q : Rabs ((1 + d) * (1 + d3) - 1) <= (1 + u) * (1 + u) - 1) by (apply prod_err; auto).
+    assert (Rabs (a - q) * Rabs ((1 + d) * (1 + d3)) <= (ka * q + c) * ((1 + u) * (1 + u)))
+      by (apply Rmult_le_compat; auto using Rabs_pos).
+    assert (q * Rabs ((1 + d) * (1 + d3) - 1) <= q * ((1 + u) * (1 + u) - 1))
+      by (apply Rmult_le_compat_l; lra).
+    lra. }
+  assert (Rabs (a * (1 + d) * (1 + d3) - q) * Rabs o
+          <= (((1 + ka) * (1 + u) * (1 + u) - 1) * q + (1 + u) * (1 + u) * c) * Rabs o)
+    by (apply Rmult_le_compat_r; lra).
+  assert (Rabs e * Rabs (1 + d3) <= eta * (1 + u)) by (apply Rmult_le_compat; auto using Rabs_pos).
+  nra.
 Qed.
 
 (** merge_step_error: one fp32 step of PartitionState::merge (lse_state.h) as written, for
@@ -391,64 +281,117 @@ Qed.
       -ffp-contract=off, nvcc with --fmad=false), o = x clamped to [min, max](o1, o2).
     Against the exact merge of the same inputs, wix = s_i exp(m_i - M), sx = w1x + w2x,
     ox = (w1x o1 + w2x o2) / sx, with gap = |m1 - m2|:
-      |s - sx| <= gamma_s * sx,
-      |o - ox| <= kappa_o * (w1x |o1| + w2x |o2|) / sx. *)
+      |s - sx| <= gamma_s * sx + Om,
+      |o - ox| <= kappa_o * (w1x |o1| + w2x |o2|) / sx + (1 + u)^2 (c1 |o1| + c2 |o2|)
+                  + 2 (1 + u) 2^-150,
+    where om_i, Om and c_i are what underflow can cost (zero-free: an exp flushed to zero,
+    a product or a quotient below the normal range). *)
 Theorem merge_step_error :
-  forall m1 s1 o1 m2 s2 o2 E1 E2 e_exp,
-  fmtb m1 -> fmtb m2 -> 0 <= s1 -> 0 <= s2 -> 0 <= e_exp <= 1 ->
-  exp_model e_exp E1 (rnd (m1 - Rmax m1 m2)) ->
-  exp_model e_exp E2 (rnd (m2 - Rmax m1 m2)) ->
-  no_underflow (s1 * E1) -> no_underflow (s2 * E2) ->
+  forall m1 s1 o1 m2 s2 o2 E1 E2 e ee,
+  fmtb m1 -> fmtb m2 -> 0 <= s1 -> 0 <= s2 -> 0 <= e <= 1 -> 0 <= ee ->
+  exp_model e ee E1 (rnd (m1 - Rmax m1 m2)) ->
+  exp_model e ee E2 (rnd (m2 - Rmax m1 m2)) ->
   let w1 := rnd (s1 * E1) in
   let w2 := rnd (s2 * E2) in
   let s := rnd (w1 + w2) in
-  no_underflow (w1 / s) -> no_underflow (w2 / s) ->
   let a1 := rnd (w1 / s) in
   let a2 := rnd (w2 / s) in
-  no_underflow (a1 * o1) -> no_underflow (a2 * o2) ->
   let x := rnd (rnd (a1 * o1) + rnd (a2 * o2)) in
   let o := LseExact.clamp (LseExact.lo2 o1 o2) (LseExact.hi2 o1 o2) x in
   let w1x := s1 * exp (m1 - Rmax m1 m2) in
   let w2x := s2 * exp (m2 - Rmax m1 m2) in
   let sx := w1x + w2x in
   let ox := (w1x * o1 + w2x * o2) / sx in
-  0 < sx -> gamma_s e_exp (Rabs (m1 - m2)) < 1 ->
-  Rabs (s - sx) <= gamma_s e_exp (Rabs (m1 - m2)) * sx /\
-  Rabs (o - ox) <= kappa_o e_exp (Rabs (m1 - m2)) * ((w1x * Rabs o1 + w2x * Rabs o2) / sx).
+  let al := alpha e (Rabs (m1 - m2)) in
+  let gs := gamma_s e (Rabs (m1 - m2)) in
+  let om1 := (1 + u) * s1 * ee + eta in
+  let om2 := (1 + u) * s2 * ee + eta in
+  let Om := (1 + u) * (om1 + om2) in
+  let den := sx * (1 - gs) - Om in
+  let c1 := (1 + u) * (om1 + Om * (1 + al) / (1 - gs)) / den + eta in
+  let c2 := (1 + u) * (om2 + Om * (1 + al) / (1 - gs)) / den + eta in
+  0 < sx -> gs < 1 -> 0 < den ->
+  Rabs (s - sx) <= gs * sx + Om /\
+  Rabs (o - ox) <= kappa_o e (Rabs (m1 - m2)) * ((w1x * Rabs o1 + w2x * Rabs o2) / sx)
+                   + (1 + u) * (1 + u) * (c1 * Rabs o1 + c2 * Rabs o2) + 2 * ((1 + u) * eta).
 Proof.
-  intros m1 s1 o1 m2 s2 o2 E1 E2 e F1 F2 Hs1 Hs2 He HE1 HE2 HU1 HU2 w1 w2 s
-    HQ1 HQ2 a1 a2 HV1 HV2 x o w1x w2x sx ox Psx Hg.
-  assert (S : Rabs (s - sx) <= gamma_s e (Rabs (m1 - m2)) * sx)
+  intros m1 s1 o1 m2 s2 o2 E1 E2 e ee F1 F2 Hs1 Hs2 He Hee HE1 HE2 w1 w2 s a1 a2 x o
+    w1x w2x sx ox al gs om1 om2 Om den c1 c2 Psx Hg Hden.
+  assert (S : Rabs (s - sx) <= gs * sx + Om)
     by (apply merge_step_error_s; assumption).
   split; [exact S|].
-  pose proof (weight_err_gap s1 m1 m2 m1 E1 e F1 F2 (or_introl eq_refl) Hs1 He HE1 HU1) as W1.
-  pose proof (weight_err_gap s2 m1 m2 m2 E2 e F1 F2 (or_intror eq_refl) Hs2 He HE2 HU2) as W2.
-  fold w1 w2 w1x w2x in W1, W2.
-  set (al := alpha e (Rabs (m1 - m2))) in *. set (g := gamma_s e (Rabs (m1 - m2))) in *.
+  pose proof (weight_err_gap s1 m1 m2 m1 E1 e ee F1 F2 (or_introl eq_refl) Hs1 He Hee HE1) as W1.
+  pose proof (weight_err_gap s2 m1 m2 m2 E2 e ee F1 F2 (or_intror eq_refl) Hs2 He Hee HE2) as W2.
+  fold w1 w2 w1x w2x al om1 om2 in W1, W2.
   assert (Ha : 0 <= al) by (apply alpha_nonneg; [lra|apply Rabs_pos]).
-  assert (Hg0 : 0 <= g) by (apply gamma_s_nonneg; [lra|apply Rabs_pos]).
+  assert (Hg0 : 0 <= gs) by (apply gamma_s_nonneg; [lra|apply Rabs_pos]).
   assert (P1 : 0 <= w1x) by (unfold w1x; pose proof (exp_pos (m1 - Rmax m1 m2)); nra).
   assert (P2 : 0 <= w2x) by (unfold w2x; pose proof (exp_pos (m2 - Rmax m1 m2)); nra).
-  pose proof u_pos.
-  set (ka := (1 + al) * (1 + u) / (1 - g) - 1).
+  pose proof u_pos. pose proof eta_pos.
+  assert (Hom1 : 0 <= om1) by (unfold om1; assert (0 <= s1 * ee) by nra; nra).
+  assert (Hom2 : 0 <= om2) by (unfold om2; assert (0 <= s2 * ee) by nra; nra).
+  assert (HOm : 0 <= Om) by (unfold Om; nra).
+  set (ka := (1 + al) * (1 + u) / (1 - gs) - 1).
   assert (Hka : 0 <= ka).
   { unfold ka. assert (1 <= (1 + al) * (1 + u)) by nra.
-    assert (1 <= / (1 - g)) by (rewrite <- Rinv_1; apply Rinv_le_contravar; lra).
+    assert (1 <= / (1 - gs)) by (rewrite <- Rinv_1; apply Rinv_le_contravar; lra).
     unfold Rdiv. nra. }
-  assert (A1 : Rabs (a1 - w1x / sx) <= ka * (w1x / sx))
-    by (apply ratio_err; auto; lra).
-  assert (A2 : Rabs (a2 - w2x / sx) <= ka * (w2x / sx))
-    by (apply ratio_err; auto; lra).
+  (* a_i = rnd(w_i / s) against w_ix / sx *)
+  assert (Ratio : forall w wx om, 0 <= wx -> wx <= sx -> 0 <= om ->
+            Rabs (w - wx) <= al * wx + om ->
+            Rabs (rnd (w / s) - wx / sx)
+            <= ka * (wx / sx) + ((1 + u) * (om + Om * (1 + al) / (1 - gs)) / den + eta)).
+  { intros w wx om Pw Lw Pom Hw.
+    eapply Rle_trans.
+    { apply (quot_rnd_err w wx s sx wx al om gs Om Psx);
+        first [lra | (rewrite Rabs_pos_eq by lra; lra) | assumption | (unfold den in Hden; lra)]. }
+    assert (Q : 0 <= wx / sx <= 1).
+    { split; [apply Rmult_le_pos; [lra|left; apply Rinv_0_lt_compat; lra]|].
+      apply (Rmult_le_reg_r sx); [lra|]. unfold Rdiv. rewrite Rmult_assoc, Rinv_l by lra. lra. }
+    apply Rplus_le_compat_l. apply Rplus_le_compat_r.
+    unfold Rdiv. apply Rmult_le_compat_r; [left; apply Rinv_0_lt_compat; lra|].
+    apply Rmult_le_compat_l; [lra|]. apply Rplus_le_compat_l.
+    assert (0 <= Om * (1 + al)) by nra.
+    assert (0 <= / (1 - gs)) by (left; apply Rinv_0_lt_compat; lra).
+    assert (Om * (wx * / sx) * (1 + al) <= Om * (1 + al)).
+    { replace (Om * (wx * / sx) * (1 + al)) with (Om * (1 + al) * (wx / sx)) by (unfold Rdiv; ring).
+      rewrite <- (Rmult_1_r (Om * (1 + al))) at 2. apply Rmult_le_compat_l; lra. }
+    apply Rmult_le_compat_r; lra. }
+  assert (A1 : Rabs (a1 - w1x / sx) <= ka * (w1x / sx) + c1)
+    by (apply Ratio; auto; unfold sx; lra).
+  assert (A2 : Rabs (a2 - w2x / sx) <= ka * (w2x / sx) + c2)
+    by (apply Ratio; auto; unfold sx; lra).
   assert (Q1 : 0 <= w1x / sx) by (apply Rmult_le_pos; [lra|left; apply Rinv_0_lt_compat; lra]).
   assert (Q2 : 0 <= w2x / sx) by (apply Rmult_le_pos; [lra|left; apply Rinv_0_lt_compat; lra]).
-  pose proof (numerator_err a1 a2 (w1x / sx) (w2x / sx) o1 o2 ka Q1 Q2 Hka A1 A2 HV1 HV2) as N.
-  fold x in N.
-  replace (w1x / sx * o1 + w2x / sx * o2) with ox in N by (unfold ox; field; lra).
-  replace (w1x / sx * Rabs o1 + w2x / sx * Rabs o2) with ((w1x * Rabs o1 + w2x * Rabs o2) / sx)
-    in N by (field; lra).
-  replace ((1 + ka) * (1 + u) * (1 + u) - 1) with (kappa_o e (Rabs (m1 - m2))) in N
-    by (unfold ka, kappa_o, beta_n; fold al g; field; lra).
-  eapply Rle_trans; [|exact N]. apply clamp_closer. unfold ox, sx in *.
+  assert (Hc1 : 0 <= c1).
+  { unfold c1. assert (0 <= (1 + u) * (om1 + Om * (1 + al) / (1 - gs)) / den); [|lra].
+    apply Rmult_le_pos; [|left; apply Rinv_0_lt_compat; lra]. apply Rmult_le_pos; [lra|].
+    assert (0 <= Om * (1 + al) / (1 - gs)); [|lra].
+    apply Rmult_le_pos; [nra|left; apply Rinv_0_lt_compat; lra]. }
+  assert (Hc2 : 0 <= c2).
+  { unfold c2. assert (0 <= (1 + u) * (om2 + Om * (1 + al) / (1 - gs)) / den); [|lra].
+    apply Rmult_le_pos; [|left; apply Rinv_0_lt_compat; lra]. apply Rmult_le_pos; [lra|].
+    assert (0 <= Om * (1 + al) / (1 - gs)); [|lra].
+    apply Rmult_le_pos; [nra|left; apply Rinv_0_lt_compat; lra]. }
+  destruct (rnd_plus _ _ (fmtb_rnd (a1 * o1)) (fmtb_rnd (a2 * o2))) as [d3 [Hd3 R3]].
+  pose proof (prod2_err a1 (w1x / sx) o1 ka c1 d3 Q1 Hka Hc1 Hd3 A1) as N1.
+  pose proof (prod2_err a2 (w2x / sx) o2 ka c2 d3 Q2 Hka Hc2 Hd3 A2) as N2.
+  assert (Ek : (1 + ka) * (1 + u) * (1 + u) - 1 = kappa_o e (Rabs (m1 - m2)))
+    by (unfold ka, kappa_o, beta_n; fold al gs; field; lra).
+  rewrite Ek in N1, N2.
+  assert (Eo : ox = w1x / sx * o1 + w2x / sx * o2) by (unfold ox; field; lra).
+  assert (Xb : Rabs (x - ox)
+               <= kappa_o e (Rabs (m1 - m2)) * ((w1x * Rabs o1 + w2x * Rabs o2) / sx)
+                  + (1 + u) * (1 + u) * (c1 * Rabs o1 + c2 * Rabs o2) + 2 * ((1 + u) * eta)).
+  { unfold x. rewrite R3, Eo.
+    replace ((rnd (a1 * o1) + rnd (a2 * o2)) * (1 + d3) - (w1x / sx * o1 + w2x / sx * o2))
+      with ((rnd (a1 * o1) * (1 + d3) - w1x / sx * o1) + (rnd (a2 * o2) * (1 + d3) - w2x / sx * o2))
+      by ring.
+    eapply Rle_trans; [apply Rabs_triang|].
+    replace ((w1x * Rabs o1 + w2x * Rabs o2) / sx)
+      with (w1x / sx * Rabs o1 + w2x / sx * Rabs o2) by (field; lra).
+    lra. }
+  eapply Rle_trans; [|exact Xb]. apply clamp_closer. unfold ox, sx in *.
   apply LseExact.convex_in; lra.
 Qed.
 
@@ -545,23 +488,18 @@ Fixpoint ws_fold (fe : R -> R) (M : R) (l : list st3) (ta : R * R) : R * R :=
 Definition ws_result (ta : R * R) : R :=
   if Req_EM_T (fst ta) 0 then 0 else rnd (snd ta / fst ta).
 
-(** Hypotheses, partition by partition, on the values the fold computes: m is a float and
-    s >= 0; for a non-empty state (s <> 0) m <= M <= m + G, exp_fn is within e_exp on
-    rnd(m - M) and the weight's product does not underflow; for a weight that is added
-    (w <> 0), the fma's exact result w * o + acc does not underflow. An empty state, s = 0,
-    weighs rnd(0 * E) = 0 whatever its m (the code's -inf) and exp_fn return, and is
-    skipped, so nothing is assumed about it. *)
-Fixpoint ws_ok (fe : R -> R) (e G M : R) (l : list st3) (ta : R * R) : Prop :=
-  match l with
-  | [] => True
-  | a :: r =>
-      input_ok a /\
-      (ss a <> 0 -> mm a <= M /\ M - mm a <= G /\
-                   exp_model e (fe (rnd (mm a - M))) (rnd (mm a - M)) /\
-                   no_underflow (ss a * fe (rnd (mm a - M)))) /\
-      (ws_weight fe M a <> 0 -> no_underflow (ws_weight fe M a * oo a + snd ta)) /\
-      ws_ok fe e G M r (ws_add (ws_weight fe M a) (oo a) ta)
-  end.
+(** Hypotheses, partition by partition: m is a float and s >= 0; for a non-empty state
+    (s <> 0), m <= M <= m + G and exp_fn is within (e_exp, ee) on rnd(m - M). An empty
+    state, s = 0, weighs rnd(0 * E) = 0 whatever its m (the code's -inf) and exp_fn
+    return, and is skipped, so nothing is assumed about it. Nothing is assumed about
+    underflow. *)
+Definition part_ok (fe : R -> R) (e ee G M : R) (a : st3) : Prop :=
+  input_ok a /\
+  (ss a <> 0 -> mm a <= M /\ M - mm a <= G /\
+               exp_model e ee (fe (rnd (mm a - M))) (rnd (mm a - M))).
+
+Definition ws_ok (fe : R -> R) (e ee G M : R) (l : list st3) : Prop :=
+  Forall (part_ok fe e ee G M) l.
 
 (** Sums with the computed weights: sum_p w_p, sum_p w_p o_p, sum_p w_p |o_p|. *)
 Fixpoint csum (f : st3 -> R) (fe : R -> R) (M : R) (l : list st3) : R :=
@@ -569,12 +507,6 @@ Fixpoint csum (f : st3 -> R) (fe : R -> R) (M : R) (l : list st3) : R :=
 Definition cw := csum (fun _ => 1).
 Definition cn := csum oo.
 Definition ca := csum (fun a => Rabs (oo a)).
-
-Lemma pow1u_ge1 : forall n, 1 <= (1 + u) ^ n.
-Proof. intros n. pose proof u_pos. apply pow_R1_Rle. lra. Qed.
-
-Lemma pow1u_mono : forall n k, (n <= k)%nat -> (1 + u) ^ n <= (1 + u) ^ k.
-Proof. intros n k H. pose proof u_pos. apply Rle_pow; [lra|exact H]. Qed.
 
 (** One rounded addition of a weight w >= 0 to a total T within c of S >= 0. *)
 Lemma sum_step : forall T S w c d, 0 <= S -> 0 <= w -> 0 <= c -> Rabs d <= u ->
@@ -594,61 +526,58 @@ Proof.
   nra.
 Qed.
 
-(** One fma acc' = rnd(w * o + acc), acc within c (against B >= |N|) of N. *)
-Lemma fma_step : forall A N B w o c d, 0 <= B -> 0 <= w -> 0 <= c -> Rabs d <= u ->
-  Rabs N <= B -> Rabs (A - N) <= c * B ->
-  Rabs ((w * o + A) * (1 + d) - (N + w * o)) <= ((1 + c) * (1 + u) - 1) * (B + w * Rabs o).
+(** One fma acc' = rnd(w * o + acc) = (w o + acc)(1 + d) + e, acc within c B + be of N. *)
+Lemma fma_step : forall A N B w o c be d e, 0 <= B -> 0 <= w -> 0 <= c -> 0 <= be ->
+  Rabs d <= u -> Rabs e <= eta -> Rabs N <= B -> Rabs (A - N) <= c * B + be ->
+  Rabs ((w * o + A) * (1 + d) + e - (N + w * o))
+  <= ((1 + c) * (1 + u) - 1) * (B + w * Rabs o) + ((1 + u) * be + eta).
 Proof.
-  intros A N B w o c d HB Hw Hc Hd HN H. pose proof u_pos. pose proof (Rabs_pos o).
-  replace ((w * o + A) * (1 + d) - (N + w * o)) with ((A - N) + (w * o + A) * d) by ring.
-  eapply Rle_trans; [apply Rabs_triang|]. rewrite Rabs_mult.
-  assert (HA : Rabs (w * o + A) <= w * Rabs o + (1 + c) * B).
+  intros A N B w o c be d e HB Hw Hc Hbe Hd He HN H. pose proof u_pos. pose proof (Rabs_pos o).
+  replace ((w * o + A) * (1 + d) + e - (N + w * o)) with ((A - N) + (w * o + A) * d + e) by ring.
+  pose proof (Rabs_triang ((A - N) + (w * o + A) * d) e) as T1.
+  pose proof (Rabs_triang (A - N) ((w * o + A) * d)) as T2.
+  rewrite Rabs_mult in T2.
+  assert (HA : Rabs (w * o + A) <= w * Rabs o + (1 + c) * B + be).
   { replace (w * o + A) with (w * o + ((A - N) + N)) by ring.
     eapply Rle_trans; [apply Rabs_triang|]. rewrite Rabs_mult, (Rabs_pos_eq w) by lra.
     pose proof (Rabs_triang (A - N) N). lra. }
-  assert (Rabs (w * o + A) * Rabs d <= (w * Rabs o + (1 + c) * B) * u)
+  assert (Rabs (w * o + A) * Rabs d <= (w * Rabs o + (1 + c) * B + be) * u)
     by (apply Rmult_le_compat; auto using Rabs_pos).
   assert (0 <= c * u * B) by (apply Rmult_le_pos; [apply Rmult_le_pos|]; lra).
   assert (0 <= c * (w * Rabs o) * (1 + u)) by (apply Rmult_le_pos; [apply Rmult_le_pos; [|apply Rmult_le_pos]|]; lra).
+  assert (0 <= be * u) by nra.
   nra.
 Qed.
 
-Lemma ws_weight_nonneg : forall fe e G M a, e <= 1 -> 0 <= ss a ->
-  (ss a <> 0 -> mm a <= M /\ M - mm a <= G /\
-               exp_model e (fe (rnd (mm a - M))) (rnd (mm a - M)) /\
-               no_underflow (ss a * fe (rnd (mm a - M)))) ->
-  0 <= ws_weight fe M a.
+Lemma ws_weight_nonneg : forall fe e ee G M a, part_ok fe e ee G M a -> 0 <= ws_weight fe M a.
 Proof.
-  intros fe e G M a He Hs H. unfold ws_weight. apply rnd_nonneg.
+  intros fe e ee G M a [[_ Hs] H]. unfold ws_weight. apply rnd_nonneg.
   destruct (Req_dec (ss a) 0) as [Z|NZ]; [rewrite Z; lra|].
-  destruct (H NZ) as [_ [_ [HE _]]].
-  pose proof (exp_model_nonneg _ _ _ He HE). nra.
+  destruct (H NZ) as [_ [_ [HE _]]]. nra.
 Qed.
 
-Lemma rnd_generic : forall x, fmtb x -> rnd x = x.
-Proof. intros x F. unfold rnd. apply round_generic; auto with typeclass_instances. Qed.
-
 (** The summation, against the computed weights, from any (total, acc) = (T, A) that is
-    within its bound of (S, N): each nonzero weight adds one rounding to each sum. The
-    total's invariant has a second case, "nothing added yet" (T = S = 0), whose first
-    addition rnd(0 + w) = w is exact. *)
-Lemma ws_sum_gen : forall fe e G M l T A S N B kT kA,
-  0 <= e <= 1 -> fmtb T -> 0 <= S -> 0 <= B -> Rabs N <= B ->
+    within its bound of (S, N): each nonzero weight adds one rounding to each sum and
+    2^-150 to the accumulator's absolute term. The total's invariant has a second case,
+    "nothing added yet" (T = S = 0), whose first addition rnd(0 + w) = w is exact. *)
+Lemma ws_sum_gen : forall fe e ee G M l T A S N B kT kA,
+  fmtb T -> 0 <= S -> 0 <= B -> Rabs N <= B ->
   ((T = 0 /\ S = 0) \/ Rabs (T - S) <= ((1 + u) ^ kT - 1) * S) ->
-  Rabs (A - N) <= ((1 + u) ^ kA - 1) * B ->
-  ws_ok fe e G M l (T, A) ->
+  Rabs (A - N) <= ((1 + u) ^ kA - 1) * B + INR kA * eta * (1 + u) ^ kA ->
+  ws_ok fe e ee G M l ->
   let r := ws_fold fe M l (T, A) in
   let S' := S + cw fe M l in let N' := N + cn fe M l in let B' := B + ca fe M l in
   ((fst r = 0 /\ S' = 0) \/ Rabs (fst r - S') <= ((1 + u) ^ (kT + length l) - 1) * S') /\
-  Rabs (snd r - N') <= ((1 + u) ^ (kA + length l) - 1) * B'.
+  Rabs (snd r - N') <= ((1 + u) ^ (kA + length l) - 1) * B'
+                       + INR (kA + length l) * eta * (1 + u) ^ (kA + length l).
 Proof.
-  intros fe e G M l. induction l as [|a l IH];
-    intros T A S N B kT kA He FT HS HB HN HT HA Hok r S' N' B'.
+  intros fe e ee G M l. induction l as [|a l IH];
+    intros T A S N B kT kA FT HS HB HN HT HA Hok r S' N' B'.
   - unfold r, S', N', B', cw, cn, ca. simpl. rewrite !Rplus_0_r, !Nat.add_0_r. auto.
-  - destruct Hok as [[Fm Hs] [Hne [HU2 Hok]]].
-    assert (Pw : 0 <= ws_weight fe M a) by (apply (ws_weight_nonneg fe e G); auto; lra).
+  - inversion Hok as [|a' l' Ha Hl]. subst a' l'.
+    pose proof (ws_weight_nonneg fe e ee G M a Ha) as Pw.
     set (w := ws_weight fe M a) in *.
-    pose proof u_pos. pose proof (Rabs_pos (oo a)).
+    pose proof u_pos. pose proof eta_pos. pose proof (Rabs_pos (oo a)).
     assert (Ew : ws_fold fe M (a :: l) (T, A) = ws_fold fe M l (ws_add w (oo a) (T, A)))
       by reflexivity.
     assert (ES : S' = (S + w) + cw fe M l) by (unfold S', cw; simpl; fold w; ring).
@@ -657,15 +586,19 @@ Proof.
     replace (kT + length (a :: l))%nat with (Nat.succ kT + length l)%nat by (simpl; lia).
     replace (kA + length (a :: l))%nat with (Nat.succ kA + length l)%nat by (simpl; lia).
     unfold r. rewrite Ew, ES, EN, EB.
-    unfold ws_add in Hok |- *. destruct (Req_EM_T w 0) as [Z|NZ].
+    unfold ws_add. destruct (Req_EM_T w 0) as [Z|NZ].
     + (* skipped: nothing changes; the bounds only grow *)
       rewrite Z, !Rmult_0_l, !Rplus_0_r.
-      apply (IH T A S N B (Nat.succ kT) (Nat.succ kA) He FT HS HB HN); auto.
+      apply (IH T A S N B (Nat.succ kT) (Nat.succ kA) FT HS HB HN); auto.
       * destruct HT as [HT|HT]; [left; exact HT|right].
         eapply Rle_trans; [exact HT|]. apply Rmult_le_compat_r; [lra|].
         pose proof (pow1u_mono kT (Nat.succ kT) (Nat.le_succ_diag_r kT)). lra.
-      * eapply Rle_trans; [exact HA|]. apply Rmult_le_compat_r; [lra|].
-        pose proof (pow1u_mono kA (Nat.succ kA) (Nat.le_succ_diag_r kA)). lra.
+      * eapply Rle_trans; [exact HA|].
+        pose proof (pow1u_mono kA (Nat.succ kA) (Nat.le_succ_diag_r kA)).
+        pose proof (pos_INR kA). pose proof (le_INR kA (Nat.succ kA) (Nat.le_succ_diag_r kA)).
+        pose proof (pow1u_ge1 kA).
+        apply Rplus_le_compat; [apply Rmult_le_compat_r; lra|].
+        apply Rmult_le_compat; try nra.
     + simpl fst in *. simpl snd in *.
       assert (Fw : fmtb w) by apply fmtb_rnd.
       apply IH with (kT := Nat.succ kT) (kA := Nat.succ kA); auto.
@@ -681,152 +614,178 @@ Proof.
            replace ((1 + u) ^ Nat.succ kT - 1) with ((1 + ((1 + u) ^ kT - 1)) * (1 + u) - 1)
              by (simpl; ring).
            apply sum_step; auto. pose proof (pow1u_ge1 kT). lra.
-      * destruct (rnd_rel _ (HU2 NZ)) as [d [Hd R]]. rewrite R.
-        replace ((1 + u) ^ Nat.succ kA - 1) with ((1 + ((1 + u) ^ kA - 1)) * (1 + u) - 1)
-          by (simpl; ring).
-        apply fma_step; auto. pose proof (pow1u_ge1 kA). lra.
+      * destruct (rnd_err (w * oo a + A)) as [d [e' [Hd [He' [_ R]]]]]. rewrite R.
+        pose proof (pow1u_ge1 kA). pose proof (pos_INR kA).
+        eapply Rle_trans.
+        { apply (fma_step A N B w (oo a) ((1 + u) ^ kA - 1) (INR kA * eta * (1 + u) ^ kA) d e');
+            auto; try lra. apply Rmult_le_pos; [apply Rmult_le_pos|]; lra. }
+        rewrite S_INR. simpl pow.
+        replace ((1 + ((1 + u) ^ kA - 1)) * (1 + u) - 1) with ((1 + u) * (1 + u) ^ kA - 1) by ring.
+        assert (1 <= (1 + u) * (1 + u) ^ kA) by nra.
+        assert (eta <= eta * ((1 + u) * (1 + u) ^ kA)) by nra.
+        lra.
 Qed.
 
-Lemma ws_ok_inputs : forall fe e G M l ta, ws_ok fe e G M l ta -> Forall input_ok l.
+Lemma ws_ok_inputs : forall fe e ee G M l, ws_ok fe e ee G M l -> Forall input_ok l.
 Proof.
-  intros fe e G M l. induction l as [|a l IH]; intros ta H; [constructor|].
-  destruct H as [Ha [_ [_ H]]]. constructor; [exact Ha|exact (IH _ H)].
+  intros fe e ee G M l H. induction H as [|a l [Ha _] _ IH]; constructor; assumption.
 Qed.
 
-(** The reduce's two sums against the same sums with the computed weights w_p. Over P
-    partitions, total has at most P - 1 roundings (the first nonzero weight is added to 0
-    exactly) and each fma chain P. *)
-Lemma ws_sums_err : forall fe e G M l,
-  0 <= e <= 1 -> ws_ok fe e G M l (0, 0) ->
-  let r := ws_fold fe M l (0, 0) in
-  Rabs (fst r - cw fe M l) <= ((1 + u) ^ (length l - 1) - 1) * cw fe M l /\
-  Rabs (snd r - cn fe M l) <= ((1 + u) ^ length l - 1) * ca fe M l.
+Lemma ws_computed_sums : forall fe e ee G M l, ws_ok fe e ee G M l ->
+  0 <= cw fe M l /\ Rabs (cn fe M l) <= ca fe M l /\ 0 <= ca fe M l.
 Proof.
-  intros fe e G M l He Hok r. pose proof u_pos.
-  assert (CW : forall l ta, ws_ok fe e G M l ta -> 0 <= cw fe M l /\ 0 <= ca fe M l).
-  { clear - He. induction l as [|a l IH]; intros ta H; [unfold cw, ca; simpl; lra|].
-    destruct H as [[_ Hs] [Hne [_ H]]].
-    assert (0 <= ws_weight fe M a) by (apply (ws_weight_nonneg fe e G); auto; lra).
-    destruct (IH _ H) as [H1 H2]. unfold cw, ca in *. simpl.
-    pose proof (Rabs_pos (oo a)). split; nra. }
-  destruct l as [|a l].
-  - unfold r, cw, cn, ca. simpl. rewrite Rminus_0_r, !Rabs_R0, !Rmult_0_r. lra.
-  - replace (length (a :: l) - 1)%nat with (0 + length l)%nat by (simpl; lia).
-    replace (length (a :: l)) with (1 + length l)%nat by reflexivity.
-    destruct Hok as [[Fm Hs] [Hne [HU2 Hok]]].
-    assert (Pw : 0 <= ws_weight fe M a) by (apply (ws_weight_nonneg fe e G); auto; lra).
-    set (w := ws_weight fe M a) in *.
-    pose proof (Rabs_pos (oo a)).
-    assert (ES : cw fe M (a :: l) = (0 + w) + cw fe M l) by (unfold cw; simpl; fold w; ring).
-    assert (EN : cn fe M (a :: l) = (0 + w * oo a) + cn fe M l) by (unfold cn; simpl; fold w; ring).
-    assert (EB : ca fe M (a :: l) = (0 + w * Rabs (oo a)) + ca fe M l) by (unfold ca; simpl; fold w; ring).
-    unfold r. simpl ws_fold. fold w. rewrite ES, EN, EB.
-    unfold ws_add in Hok |- *. destruct (Req_EM_T w 0) as [Z|NZ].
-    + rewrite Z, !Rmult_0_l, !Rplus_0_r in *.
-      destruct (ws_sum_gen fe e G M l 0 0 0 0 0 0 1 He (generic_format_0 _ _)
-                  (Rle_refl 0) (Rle_refl 0) (Req_le _ _ Rabs_R0) (or_introl (conj eq_refl eq_refl))
-                  ltac:(rewrite Rminus_0_r, Rabs_R0; lra) Hok) as [H1 H2].
-      split; [|exact H2].
-      destruct (CW l _ Hok) as [C1 _].
-      destruct H1 as [[-> E]|H1]; [|exact H1].
-      rewrite E, Rminus_0_r, Rabs_R0. lra.
-    + simpl fst in *. simpl snd in *.
-      assert (Fw : fmtb w) by apply fmtb_rnd.
-      assert (E0 : rnd (0 + w) = w) by (rewrite Rplus_0_l; apply rnd_generic, Fw).
-      specialize (HU2 NZ).
-      rewrite E0 in Hok |- *. rewrite Rplus_0_r in HU2, Hok |- *.
-      destruct (rnd_rel _ HU2) as [d [Hd R]].
-      assert (A1 : Rabs (rnd (w * oo a) - (0 + w * oo a)) <= ((1 + u) ^ 1 - 1) * (0 + w * Rabs (oo a))).
-      { rewrite R. replace ((1 + u) ^ 1 - 1) with ((1 + 0) * (1 + u) - 1) by ring.
-        replace (w * oo a * (1 + d)) with ((w * oo a + 0) * (1 + d)) by ring.
-        apply fma_step; try lra. rewrite Rabs_R0; lra. rewrite Rminus_0_r, Rabs_R0; lra. }
-      destruct (ws_sum_gen fe e G M l w (rnd (w * oo a)) (0 + w) (0 + w * oo a) (0 + w * Rabs (oo a))
-                  0 1 He Fw ltac:(lra) ltac:(nra)
-                  ltac:(rewrite Rplus_0_l, Rabs_mult, (Rabs_pos_eq w) by lra; lra)
-                  ltac:(right; replace (w - (0 + w)) with 0 by ring; rewrite Rabs_R0; simpl; lra)
-                  A1 Hok) as [H1 H2].
-      split; [|exact H2].
-      destruct (CW l _ Hok) as [C1 _].
-      destruct H1 as [[-> E]|H1]; [|exact H1].
-      rewrite E, Rminus_0_r, Rabs_R0. lra.
-Qed.
-
-Lemma ws_computed_sums : forall fe e G M l ta, 0 <= e <= 1 -> ws_ok fe e G M l ta ->
-  0 <= cw fe M l /\ Rabs (cn fe M l) <= ca fe M l.
-Proof.
-  intros fe e G M l ta He. revert ta.
-  induction l as [|a l IH]; intros ta H.
+  intros fe e ee G M l H. induction H as [|a l Ha _ [H1 [H2 H3]]].
   - unfold cw, cn, ca. simpl. rewrite Rabs_R0. lra.
-  - destruct H as [[_ Hs] [Hne [_ H]]].
-    assert (Pw : 0 <= ws_weight fe M a) by (apply (ws_weight_nonneg fe e G); auto; lra).
-    destruct (IH _ H) as [H1 H2]. unfold cw, cn, ca in *. simpl. split; [nra|].
+  - pose proof (ws_weight_nonneg fe e ee G M a Ha) as Pw. pose proof (Rabs_pos (oo a)).
+    unfold cw, cn, ca in *. simpl. split; [nra|]. split; [|nra].
     eapply Rle_trans; [apply Rabs_triang|].
     rewrite Rabs_mult, (Rabs_pos_eq (ws_weight fe M a)) by lra. lra.
 Qed.
 
+(** The reduce's two sums against the same sums with the computed weights w_p. Over P
+    partitions, total has at most P - 1 roundings (the first nonzero weight is added to 0
+    exactly) and each fma chain P, with P absolute terms 2^-150 (an fma result below the
+    normal range). *)
+Lemma ws_sums_err : forall fe e ee G M l, ws_ok fe e ee G M l ->
+  let r := ws_fold fe M l (0, 0) in
+  Rabs (fst r - cw fe M l) <= ((1 + u) ^ (length l - 1) - 1) * cw fe M l /\
+  Rabs (snd r - cn fe M l) <= ((1 + u) ^ length l - 1) * ca fe M l
+                              + INR (length l) * eta * (1 + u) ^ length l.
+Proof.
+  intros fe e ee G M l Hok r. pose proof u_pos. pose proof eta_pos.
+  destruct l as [|a l].
+  - unfold r, cw, cn, ca. simpl. rewrite Rminus_0_r, !Rabs_R0. lra.
+  - replace (length (a :: l) - 1)%nat with (0 + length l)%nat by (simpl; lia).
+    replace (length (a :: l)) with (1 + length l)%nat by reflexivity.
+    inversion Hok as [|a' l' Ha Hl]. subst a' l'.
+    pose proof (ws_weight_nonneg fe e ee G M a Ha) as Pw.
+    set (w := ws_weight fe M a) in *.
+    pose proof (Rabs_pos (oo a)).
+    destruct (ws_computed_sums fe e ee G M l Hl) as [C1 _].
+    assert (ES : cw fe M (a :: l) = (0 + w) + cw fe M l) by (unfold cw; simpl; fold w; ring).
+    assert (EN : cn fe M (a :: l) = (0 + w * oo a) + cn fe M l) by (unfold cn; simpl; fold w; ring).
+    assert (EB : ca fe M (a :: l) = (0 + w * Rabs (oo a)) + ca fe M l) by (unfold ca; simpl; fold w; ring).
+    unfold r. simpl ws_fold. fold w. rewrite ES, EN, EB.
+    unfold ws_add. destruct (Req_EM_T w 0) as [Z|NZ].
+    + rewrite Z, !Rmult_0_l, !Rplus_0_r in *.
+      destruct (ws_sum_gen fe e ee G M l 0 0 0 0 0 0 1 fmtb_0
+                  (Rle_refl 0) (Rle_refl 0) (Req_le _ _ Rabs_R0) (or_introl (conj eq_refl eq_refl))
+                  ltac:(rewrite Rminus_0_r, Rabs_R0, pow_1; simpl INR; nra) Hl) as [G1 G2].
+      split; [|exact G2].
+      destruct G1 as [[-> E]|G1]; [|exact G1].
+      rewrite E, Rminus_0_r, Rabs_R0. lra.
+    + simpl fst in *. simpl snd in *.
+      assert (Fw : fmtb w) by apply fmtb_rnd.
+      assert (E0 : rnd (0 + w) = w) by (rewrite Rplus_0_l; apply rnd_generic, Fw).
+      rewrite E0. rewrite Rplus_0_r.
+      destruct (rnd_err (w * oo a)) as [d [e' [Hd [He' [_ R]]]]].
+      assert (A1 : Rabs (rnd (w * oo a) - (0 + w * oo a))
+                   <= ((1 + u) ^ 1 - 1) * (0 + w * Rabs (oo a)) + INR 1 * eta * (1 + u) ^ 1).
+      { rewrite R. replace ((1 + u) ^ 1 - 1) with ((1 + 0) * (1 + u) - 1) by ring.
+        replace (w * oo a * (1 + d) + e') with ((w * oo a + 0) * (1 + d) + e') by ring.
+        replace (INR 1 * eta * (1 + u) ^ 1) with ((1 + u) * 0 + eta + u * eta) by (simpl; ring).
+        assert (0 <= u * eta) by nra.
+        eapply Rle_trans; [apply (fma_step 0 0 0 w (oo a) 0 0 d e'); try lra|].
+        - rewrite Rabs_R0; lra.
+        - rewrite Rminus_0_r, Rabs_R0; lra.
+        - lra. }
+      destruct (ws_sum_gen fe e ee G M l w (rnd (w * oo a)) (0 + w) (0 + w * oo a) (0 + w * Rabs (oo a))
+                  0 1 Fw ltac:(lra) ltac:(nra)
+                  ltac:(rewrite Rplus_0_l, Rabs_mult, (Rabs_pos_eq w) by lra; lra)
+                  ltac:(right; replace (w - (0 + w)) with 0 by ring; rewrite Rabs_R0; simpl; lra)
+                  A1 Hl) as [G1 G2].
+      split; [|exact G2].
+      destruct G1 as [[-> E]|G1]; [|exact G1].
+      rewrite E, Rminus_0_r, Rabs_R0. lra.
+Qed.
+
 (** weighted_sum_error: the reduce (WeightedSum) against the exact weighted sum with the
-    weights it computed, w_p = rnd(s_p exp_fn(rnd(m_p - M))): over P partitions,
-      |total - sum_p w_p|        <= ((1 + u)^(P-1) - 1) * sum_p w_p,
-      |acc - sum_p w_p o_p|      <= ((1 + u)^P - 1) * sum_p w_p |o_p|,
+    weights it computed, w_p = rnd(s_p exp_fn(rnd(m_p - M))): over P partitions, with
+    g = (1 + u)^(P-1) - 1, b = (1 + u)^P - 1 and be = P 2^-150 (1 + u)^P,
+      |total - sum_p w_p|        <= g * sum_p w_p,
+      |acc - sum_p w_p o_p|      <= b * sum_p w_p |o_p| + be,
     and the result acc / total, rounded, against sum_p w_p o_p / sum_p w_p, relative to
-    sum_p w_p |o_p| / sum_p w_p, within (1 + u)^(P+1) / (2 - (1 + u)^(P-1)) - 1
-    (about 2 P u). These are the reduce's summation constants of proofs/error_bound.md. *)
-Theorem weighted_sum_error : forall fe e G M l,
-  0 <= e <= 1 -> ws_ok fe e G M l (0, 0) ->
+    sum_p w_p |o_p| / sum_p w_p, within (1 + b)(1 + u)/(1 - g) - 1 (about 2 P u) plus
+    (1 + u) be / (sum_p w_p (1 - g)) + 2^-150. These are the reduce's summation constants
+    of proofs/error_bound.md. *)
+Theorem weighted_sum_error : forall fe e ee G M l, ws_ok fe e ee G M l ->
   let r := ws_fold fe M l (0, 0) in
   let g := (1 + u) ^ (length l - 1) - 1 in
   let b := (1 + u) ^ length l - 1 in
+  let be := INR (length l) * eta * (1 + u) ^ length l in
   Rabs (fst r - cw fe M l) <= g * cw fe M l /\
-  Rabs (snd r - cn fe M l) <= b * ca fe M l /\
-  (0 < cw fe M l -> g < 1 -> no_underflow (snd r / fst r) ->
+  Rabs (snd r - cn fe M l) <= b * ca fe M l + be /\
+  (0 < cw fe M l -> g < 1 ->
    Rabs (ws_result r - cn fe M l / cw fe M l)
-   <= ((1 + b) * (1 + u) / (1 - g) - 1) * (ca fe M l / cw fe M l)).
+   <= ((1 + b) * (1 + u) / (1 - g) - 1) * (ca fe M l / cw fe M l)
+      + ((1 + u) * be / (cw fe M l * (1 - g)) + eta)).
 Proof.
-  intros fe e G M l He Hok r g b.
-  destruct (ws_sums_err fe e G M l He Hok) as [T1 A1]. fold r g b in T1, A1.
-  destruct (ws_computed_sums fe e G M l _ He Hok) as [Pcw Nle].
-  pose proof u_pos.
+  intros fe e ee G M l Hok r g b be.
+  destruct (ws_sums_err fe e ee G M l Hok) as [T1 A1]. fold r g b be in T1, A1.
+  destruct (ws_computed_sums fe e ee G M l Hok) as [Pcw [Nle Pca]].
+  pose proof u_pos. pose proof eta_pos.
   pose proof (pow1u_ge1 (length l - 1)). pose proof (pow1u_ge1 (length l)).
+  assert (Hbe : 0 <= be) by (unfold be; pose proof (pos_INR (length l)); apply Rmult_le_pos; [apply Rmult_le_pos|]; lra).
   split; [exact T1|]. split; [exact A1|].
-  intros Ps Hg HU.
+  intros Ps Hg.
   assert (Hg0 : 0 <= g) by (unfold g; lra).
   assert (Hb0 : 0 <= b) by (unfold b; lra).
   assert (Pt : 0 < fst r) by (apply Rabs_le_inv in T1; nra).
   unfold ws_result. destruct (Req_EM_T (fst r) 0) as [Z|_]; [lra|].
-  destruct (rnd_rel _ HU) as [d [Hd R]]. rewrite R.
-  apply division_err; auto.
+  eapply Rle_trans.
+  { apply (quot_rnd_err (snd r) (cn fe M l) (fst r) (cw fe M l) (ca fe M l) b be g 0);
+      first [lra | nra | assumption]. }
+  replace (0 * (ca fe M l / cw fe M l) * (1 + b) / (1 - g)) with 0 by (unfold Rdiv; ring).
+  rewrite Rplus_0_r, Rminus_0_r. unfold Rdiv. lra.
+Qed.
+
+(** Absolute terms of the weights, sum_p [(1 + u) s_p ee + 2^-150] and the same weighted
+    by |o_p|. *)
+Fixpoint wabs (f : st3 -> R) (ee : R) (l : list st3) : R :=
+  match l with [] => 0 | a :: r => ((1 + u) * ss a * ee + eta) * f a + wabs f ee r end.
+
+Lemma wabs_nonneg : forall f ee l, 0 <= ee -> (forall a, 0 <= f a) -> Forall input_ok l ->
+  0 <= wabs f ee l.
+Proof.
+  intros f ee l Hee Hf H. induction H as [|a l [_ Hs] _ IH]; simpl; [lra|].
+  pose proof u_pos. pose proof eta_pos. specialize (Hf a).
+  assert (0 <= (1 + u) * ss a * ee) by (apply Rmult_le_pos; [apply Rmult_le_pos|]; lra).
+  nra.
 Qed.
 
 (** The computed weights against the exact ones, w*_p = s_p exp(m_p - M): each within
-    alpha e_exp G relatively (weight_err, with M - m_p <= G). *)
-Lemma ws_weights_err : forall fe e G M l ta, 0 <= e <= 1 -> 0 <= G -> fmtb M ->
-  ws_ok fe e G M l ta ->
-  Rabs (cw fe M l - sig M l) <= alpha e G * sig M l /\
-  Rabs (cn fe M l - nsum M l) <= alpha e G * asum M l /\
-  ca fe M l <= (1 + alpha e G) * asum M l.
+    alpha e_exp G relatively (weight_err, with M - m_p <= G) plus its absolute term. *)
+Lemma ws_weights_err : forall fe e ee G M l, 0 <= e <= 1 -> 0 <= ee -> 0 <= G -> fmtb M ->
+  ws_ok fe e ee G M l ->
+  Rabs (cw fe M l - sig M l) <= alpha e G * sig M l + wabs (fun _ => 1) ee l /\
+  Rabs (cn fe M l - nsum M l) <= alpha e G * asum M l + wabs (fun a => Rabs (oo a)) ee l /\
+  ca fe M l <= (1 + alpha e G) * asum M l + wabs (fun a => Rabs (oo a)) ee l.
 Proof.
-  intros fe e G M l ta He HG FM. revert ta.
-  induction l as [|a l IH]; intros ta Hok.
+  intros fe e ee G M l He Hee HG FM Hok.
+  induction Hok as [|a l Ha Hl IH].
   - unfold cw, cn, ca, nsum, asum. simpl. rewrite Rminus_0_r, Rabs_R0. lra.
-  - destruct Hok as [[Fm Hs] [Hne [HU2 Hok]]].
-    destruct (IH _ Hok) as [I1 [I2 I3]].
+  - destruct IH as [I1 [I2 I3]]. destruct Ha as [[Fm Hs] Hne].
     set (w := ws_weight fe M a).
     set (wx := ss a * exp (mm a - M)).
+    set (om := (1 + u) * ss a * ee + eta).
     assert (Hal : 0 <= alpha e G) by (apply alpha_nonneg; lra).
-    assert (W' : Rabs (w - wx) <= alpha e G * wx).
+    pose proof u_pos. pose proof eta_pos.
+    assert (Hom : 0 <= om) by (unfold om; assert (0 <= (1 + u) * ss a * ee) by (apply Rmult_le_pos; [apply Rmult_le_pos|]; lra); lra).
+    assert (W' : Rabs (w - wx) <= alpha e G * wx + om).
     { destruct (Req_dec (ss a) 0) as [Z|NZ].
       { unfold w, wx, ws_weight. rewrite Z, !Rmult_0_l, Rminus_0_r.
-        unfold rnd. rewrite round_0 by auto with typeclass_instances. rewrite Rabs_R0. lra. }
-      destruct (Hne NZ) as [HmM [HGa [HE HU1]]].
-      pose proof (weight_err (ss a) (mm a) M _ e Fm FM HmM Hs He HE HU1) as W.
-      fold w wx in W.
-      eapply Rle_trans; [exact W|]. apply Rmult_le_compat_r; [unfold wx; pose proof (exp_pos (mm a - M)); nra|].
-      unfold alpha. pose proof u_pos.
+        rewrite rnd_0, Rabs_R0. lra. }
+      destruct (Hne NZ) as [HmM [HGa HE]].
+      pose proof (weight_err (ss a) (mm a) M _ e ee Fm FM HmM Hs He Hee HE) as W.
+      fold w wx om in W.
+      eapply Rle_trans; [exact W|]. apply Rplus_le_compat_r.
+      apply Rmult_le_compat_r; [unfold wx; pose proof (exp_pos (mm a - M)); nra|].
+      unfold alpha.
       assert (exp ((M - mm a) * u) <= exp (G * u)) by (apply exp_mono, Rmult_le_compat_r; lra).
       apply Rplus_le_compat_r. apply Rmult_le_compat_r; [lra|]. apply Rmult_le_compat_r; lra. }
     pose proof (Rabs_pos (oo a)).
     assert (Pwx : 0 <= wx) by (unfold wx; pose proof (exp_pos (mm a - M)); nra).
-    unfold cw, cn, ca, nsum, asum in *. simpl. fold w wx.
+    unfold cw, cn, ca, nsum, asum in *. simpl. fold w wx om.
     fold (csum (fun _ => 1) fe M l) (csum oo fe M l) (csum (fun a => Rabs (oo a)) fe M l).
     fold (wsum oo M l) (wsum (fun a => Rabs (oo a)) M l).
     repeat split.
@@ -836,11 +795,11 @@ Proof.
     + replace (w * oo a + csum oo fe M l - (wx * oo a + wsum oo M l))
         with ((w - wx) * oo a + (csum oo fe M l - wsum oo M l)) by ring.
       eapply Rle_trans; [apply Rabs_triang|]. rewrite Rabs_mult.
-      assert (Rabs (w - wx) * Rabs (oo a) <= alpha e G * wx * Rabs (oo a))
+      assert (Rabs (w - wx) * Rabs (oo a) <= (alpha e G * wx + om) * Rabs (oo a))
         by (apply Rmult_le_compat_r; lra).
       lra.
-    + assert (w <= (1 + alpha e G) * wx) by (apply Rabs_le_inv in W'; lra).
-      assert (w * Rabs (oo a) <= (1 + alpha e G) * wx * Rabs (oo a))
+    + assert (w <= (1 + alpha e G) * wx + om) by (apply Rabs_le_inv in W'; lra).
+      assert (w * Rabs (oo a) <= ((1 + alpha e G) * wx + om) * Rabs (oo a))
         by (apply Rmult_le_compat_r; lra).
       lra.
 Qed.
@@ -852,49 +811,63 @@ Qed.
     asum = sum_p s_p e^(m_p - M) |o_p|. With alpha = alpha e_exp G (one weight),
       g = (1 + alpha)(1 + u)^(P-1) - 1   (total),
       b = (1 + alpha)(1 + u)^P - 1       (acc, against asum),
-    the result acc / total is within (1 + b)(1 + u) / (1 - g) - 1 of nsum / sig, relative
-    to asum / sig. *)
-Theorem fold_error : forall fe e G M l,
-  0 <= e <= 1 -> 0 <= G -> fmtb M -> ws_ok fe e G M l (0, 0) ->
+    plus the weights' absolute terms ws = sum_p [(1 + u) s_p ee + 2^-150] (and wo, the
+    same weighted by |o_p|) and the accumulator's be = P 2^-150 (1 + u)^P, the result
+    acc / total is within (1 + b)(1 + u) / (1 - g) - 1 of nsum / sig, relative to
+    asum / sig, plus what those absolute terms cost (quot_rnd_err). *)
+Theorem fold_error : forall fe e ee G M l,
+  0 <= e <= 1 -> 0 <= ee -> 0 <= G -> fmtb M -> ws_ok fe e ee G M l ->
   let P := length l in
   let r := ws_fold fe M l (0, 0) in
   let g := (1 + alpha e G) * (1 + u) ^ (P - 1) - 1 in
   let b := (1 + alpha e G) * (1 + u) ^ P - 1 in
-  Rabs (fst r - sig M l) <= g * sig M l /\
-  Rabs (snd r - nsum M l) <= b * asum M l /\
-  (0 < sig M l -> g < 1 -> no_underflow (snd r / fst r) ->
+  let ws := (1 + u) ^ (P - 1) * wabs (fun _ => 1) ee l in
+  let wo := (1 + u) ^ P * wabs (fun a => Rabs (oo a)) ee l + INR P * eta * (1 + u) ^ P in
+  Rabs (fst r - sig M l) <= g * sig M l + ws /\
+  Rabs (snd r - nsum M l) <= b * asum M l + wo /\
+  (0 < sig M l -> g < 1 -> 0 < sig M l * (1 - g) - ws ->
    Rabs (ws_result r - nsum M l / sig M l)
-   <= ((1 + b) * (1 + u) / (1 - g) - 1) * (asum M l / sig M l)).
+   <= ((1 + b) * (1 + u) / (1 - g) - 1) * (asum M l / sig M l)
+      + ((1 + u) * (wo + ws * (asum M l / sig M l) * (1 + b) / (1 - g))
+         / (sig M l * (1 - g) - ws) + eta)).
 Proof.
-  intros fe e G M l He HG FM Hok P r g b.
-  destruct (ws_sums_err fe e G M l He Hok) as [T1 A1]. fold r P in T1, A1.
-  destruct (ws_weights_err fe e G M l _ He HG FM Hok) as [W1 [W2 W3]].
+  intros fe e ee G M l He Hee HG FM Hok P r g b ws wo.
+  destruct (ws_sums_err fe e ee G M l Hok) as [T1 A1]. fold r P in T1, A1.
+  destruct (ws_weights_err fe e ee G M l He Hee HG FM Hok) as [W1 [W2 W3]].
+  destruct (ws_computed_sums fe e ee G M l Hok) as [Pcw [_ Pca]].
   pose proof (ws_ok_inputs _ _ _ _ _ _ Hok) as Fin.
   pose proof (sig_nonneg M l Fin) as Psig. pose proof (asum_nonneg M l Fin) as Pasum.
   pose proof (nsum_le_asum M l Fin) as Nle.
+  pose proof (wabs_nonneg (fun _ => 1) ee l Hee ltac:(intros; lra) Fin) as Pw1.
+  pose proof (wabs_nonneg (fun a => Rabs (oo a)) ee l Hee ltac:(intros; apply Rabs_pos) Fin) as Pw2.
   assert (Hal : 0 <= alpha e G) by (apply alpha_nonneg; lra).
-  pose proof u_pos. pose proof (pow1u_ge1 (P - 1)) as Q1. pose proof (pow1u_ge1 P) as Q2.
-  assert (Tot : Rabs (fst r - sig M l) <= g * sig M l).
+  pose proof u_pos. pose proof eta_pos.
+  pose proof (pow1u_ge1 (P - 1)) as Q1. pose proof (pow1u_ge1 P) as Q2.
+  pose proof (pos_INR P).
+  set (w1 := wabs (fun _ => 1) ee l) in *. set (w2 := wabs (fun a => Rabs (oo a)) ee l) in *.
+  assert (Tot : Rabs (fst r - sig M l) <= g * sig M l + ws).
   { replace (fst r - sig M l) with ((fst r - cw fe M l) + (cw fe M l - sig M l)) by ring.
     eapply Rle_trans; [apply Rabs_triang|].
-    assert (cw fe M l <= (1 + alpha e G) * sig M l) by (apply Rabs_le_inv in W1; lra).
+    assert (cw fe M l <= (1 + alpha e G) * sig M l + w1) by (apply Rabs_le_inv in W1; lra).
     assert (((1 + u) ^ (P - 1) - 1) * cw fe M l
-            <= ((1 + u) ^ (P - 1) - 1) * ((1 + alpha e G) * sig M l))
+            <= ((1 + u) ^ (P - 1) - 1) * ((1 + alpha e G) * sig M l + w1))
       by (apply Rmult_le_compat_l; lra).
-    unfold g. nra. }
-  assert (Acc : Rabs (snd r - nsum M l) <= b * asum M l).
+    unfold g, ws. nra. }
+  assert (Acc : Rabs (snd r - nsum M l) <= b * asum M l + wo).
   { replace (snd r - nsum M l) with ((snd r - cn fe M l) + (cn fe M l - nsum M l)) by ring.
     eapply Rle_trans; [apply Rabs_triang|].
-    assert (((1 + u) ^ P - 1) * ca fe M l <= ((1 + u) ^ P - 1) * ((1 + alpha e G) * asum M l))
+    assert (((1 + u) ^ P - 1) * ca fe M l <= ((1 + u) ^ P - 1) * ((1 + alpha e G) * asum M l + w2))
       by (apply Rmult_le_compat_l; lra).
-    unfold b. nra. }
+    unfold b, wo. nra. }
   split; [exact Tot|]. split; [exact Acc|].
-  intros Ps Hg HU.
+  intros Ps Hg Hden.
   assert (Hg0 : 0 <= g) by (unfold g; nra).
   assert (Hb0 : 0 <= b) by (unfold b; nra).
+  assert (Hws : 0 <= ws) by (unfold ws; nra).
+  assert (Hwo : 0 <= wo).
+  { unfold wo. assert (0 <= INR P * eta * (1 + u) ^ P) by (apply Rmult_le_pos; [apply Rmult_le_pos|]; lra). nra. }
   assert (Pt : 0 < fst r) by (apply Rabs_le_inv in Tot; nra).
   unfold ws_result. destruct (Req_EM_T (fst r) 0) as [Z|_]; [lra|].
-  destruct (rnd_rel _ HU) as [d [Hd R]]. rewrite R.
-  apply division_err; auto.
+  apply (quot_rnd_err (snd r) (nsum M l) (fst r) (sig M l) (asum M l) b wo g ws);
+    first [lra | nra | assumption].
 Qed.
-

@@ -11,12 +11,13 @@
 
 #include <nlohmann/json.hpp>
 
-#include "emu/checks.h"
 #include "emu/profile.h"
 #include "checks_section.h"
+#include "emulator_checks.h"
 #include "grids.h"
 #include "gpu_data.h"
 #include "model_data.h"
+#include "pagedattn_audit/provenance.h"
 #include "pagedattn_audit/report.h"
 #include "pagedattn_audit/runner.h"
 #include "pagedattn_report/report.h"
@@ -45,21 +46,23 @@ std::vector<audit::CaseResult> run_counted(const audit::Config& c, Progress& pr,
   return audit::run_grid(c, [&](const audit::CaseResult&) { pr.step(++done); });
 }
 
-// What memcheck checked in shared memory over `launches` launches, `exact` of them running
-// instrumented kernel code (emulator/README.md, "What memcheck sees in shared memory").
-std::string memcheck_coverage_words(unsigned long long launches, unsigned long long exact) {
-  std::string s = "device memory to the byte; ";
-  if (launches > 0 && exact == launches)
-    return s + "shared memory to the byte (kernels instrumented)";
-  if (exact)
-    s += "shared memory to the byte in " + std::to_string(exact) + " of " +
-         std::to_string(launches) + " launches, in the others ";
-  else
-    s += "shared memory ";
-  return s +
-         "by guard pages and canaries only (kernels not instrumented): reads past the launch's "
-         "dynamic size within the next 4 KB unseen, writes there found after the block, static "
-         "arrays unchecked";
+// pagedattn_report_checks (the checks grid with instrumented kernels): $PAGEDATTN_REPORT_CHECKS,
+// the build tree, the install tree; "" when none exists or $PAGEDATTN_REPORT_CHECKS is
+// "none" (the grid then runs in this process, without the hazard mode).
+std::string checks_program() {
+  std::vector<std::string> paths;
+  if (const char* env = std::getenv("PAGEDATTN_REPORT_CHECKS")) {
+    if (std::string(env) == "none") return "";
+    paths.emplace_back(env);
+  }
+#ifdef PAGEDATTN_REPORT_CHECKS_BUILT
+  paths.emplace_back(PAGEDATTN_REPORT_CHECKS_BUILT);
+#endif
+  paths.emplace_back(PAGEDATTN_REPORT_CHECKS_INSTALLED);
+  std::error_code ec;
+  for (const auto& p : paths)
+    if (!p.empty() && fs::is_regular_file(p, ec)) return p;
+  return "";
 }
 
 }  // namespace
@@ -88,6 +91,8 @@ void check_options(const ReportOptions& o) {
   std::error_code ec;
   if (fs::exists(o.out_dir, ec) && !fs::is_directory(o.out_dir, ec))
     throw UsageError("--out '" + o.out_dir + "' exists and is not a folder");
+  if (!o.fresh_campaign.empty() && !fs::is_regular_file(o.fresh_campaign, ec))
+    throw UsageError("--campaign '" + o.fresh_campaign + "': no such file");
   if (o.render && renderer_dir().empty())
     throw UsageError(
         "the renderer reports/render_report.py was not found (set "
@@ -105,6 +110,8 @@ int run_report(const ReportOptions& o) {
   std::vector<std::string> names;
   for (const auto& p : o.profiles) names.push_back(emu::load_profile(p).name);
   data["profiles"] = names;
+  // What this run's own sections (audit, emulator checks) judged.
+  data["provenance"] = audit::provenance();
   {
     std::time_t now = std::time(nullptr);
     char buf[64];
@@ -125,32 +132,32 @@ int run_report(const ReportOptions& o) {
       audit::to_json(rows, "pagedattn report (" + std::string(size_name(o.size)) + ")"));
   data["audit"] = {{"file", "audit.json"}, {"grids", grids}};
 
-  // Emulator checks: a small grid with memcheck, racecheck, synccheck and initcheck.
+  // Emulator checks: a small grid under every check, run by pagedattn_report_checks (its
+  // kernels instrumented, so racecheck's hazard mode runs) when that program exists, else
+  // here, where racecheck can only reorder (the section's coverage counts say so).
   {
-    const unsigned before = emu::enabled_checks();
-    const emu::MemcheckCoverage covered = emu::memcheck_coverage();
-    emu::set_checks(emu::parse_checks("all"));
-    const audit::Config c = checks_grid(o);
-    auto r = run_counted(c, pr, "emulator checks");
-    emu::set_checks(before);
-    const emu::MemcheckCoverage now = emu::memcheck_coverage();
-    json per_profile = json::object();
-    for (const auto& p : names) per_profile[p] = {{"cases", 0}, {"findings", json::array()}};
-    for (const auto& row : r) {
-      json& s = per_profile[row.profile];
-      if (s.is_null()) s = {{"cases", 0}, {"findings", json::array()}};
-      s["cases"] = s["cases"].get<int>() + 1;
-      // A refused V1 is the device's answer, not a finding; any other failure is.
-      if (row.status == "error") s["findings"].push_back(row.kernel + ": " + row.reason);
+    pr.stage("emulator checks", 0);
+    const std::string prog = checks_program();
+    const std::string file = (fs::path(o.out_dir) / "emulator_checks.json").string();
+    json ec;
+    if (!prog.empty()) {
+      std::string names;
+      for (const auto& p : o.profiles) names += (names.empty() ? "" : ",") + p;
+      const std::string cmd =
+          shell_quote(prog) + " --profile " + shell_quote(names) + " --out " + shell_quote(file);
+      if (std::system(cmd.c_str()) != 0) {
+        std::cerr << "pagedattn report: the emulator-checks program failed (" << cmd << ")\n";
+        return 1;
+      }
+      std::ifstream in(file);
+      ec = json::parse(in);
+    } else {
+      ec = emulator_checks_section(o, /*instrumented=*/false);
+      audit::write_file_atomic(file, ec.dump(1));
     }
-    for (auto& [name, s] : per_profile.items()) s["clean"] = s["findings"].empty();
-    data["emulator_checks"] = {{"checks", "memcheck,racecheck,synccheck,initcheck"},
-                               {"grid",
-                                "4 heads over 2 KV heads, head size 64, f16, seq_len "
-                                "100 and 700, V1 and V2"},
-                               {"profiles", per_profile}};
-    data["emulator_checks"]["memcheck"] = memcheck_coverage_words(
-        now.launches - covered.launches, now.instrumented - covered.instrumented);
+    ec["file"] = "emulator_checks.json";
+    ec["program"] = prog.empty() ? "pagedattn itself (kernels not instrumented)" : prog;
+    data["emulator_checks"] = ec;
   }
 
   pr.stage("limits and performance model", 0);
@@ -168,6 +175,7 @@ int run_report(const ReportOptions& o) {
   data["inputs"] = {
       {"campaign", (fs::path(o.properties_dir) / "campaign.json").string()},
       {"mutation", (fs::path(o.properties_dir) / "mutation.json").string()},
+      {"campaign_fresh", o.fresh_campaign},
       {"gpu_dir", o.gpu_dir},
       {"targets_dir", o.targets_dir},
   };

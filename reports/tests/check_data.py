@@ -1,13 +1,18 @@
 """Checks report-data.json of `pagedattn report --quick --no-render --profile bi-v100,h200
 --gpu tests/fixture/gpu`: the C++ side's sections (catches a section missing, keyed by a
-path instead of the profile's name, a GPU case without the model beside it, or the
-emulator-checks grid not run, or memcheck's coverage misstated).
+path instead of the profile's name, a GPU case without the model beside it, the
+emulator-checks grid not run, racecheck's hazard mode not running on every launch of it
+(kernels not instrumented: shown with PAGEDATTN_REPORT_CHECKS=none), memcheck's coverage
+misstated, and an audit or checks section that does not record the checkout's source digest).
 
 usage: /usr/bin/python3 check_data.py OUT_DIR
 """
 import json
 import os
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
+import source_digest  # noqa: E402
 
 out = sys.argv[1]
 d = json.load(open(os.path.join(out, "report-data.json")))
@@ -24,10 +29,24 @@ if d["limits"]["bi-v100"]["v1_max_seq_len"] != 12144:
 ec = d["emulator_checks"]["profiles"]
 if any(ec[p]["cases"] != 4 or not ec[p]["clean"] for p in ("bi-v100", "h200")):
     bad.append(f"emulator checks {ec}")
-# pagedattn's kernels are not instrumented: memcheck must not claim byte-exact shared memory.
+# Every check, racecheck's hazard mode included, on every launch of the grid (V1 and V2 at
+# two lengths, the reduce: 6 launches).
+for p in ("bi-v100", "h200"):
+    ran = ec[p].get("ran", {})
+    if not ec[p].get("all_checks_ran") or ran.get("racecheck hazard") != "every launch (6)":
+        bad.append(f"{p}: not every check ran on every launch: {ran}")
+digest = source_digest.provenance()["digest"]
+for what, prov in (("report-data", d.get("provenance")), ("audit.json", audit.get("provenance")),
+                   ("emulator checks", d["emulator_checks"].get("provenance"))):
+    if not prov or prov.get("digest") != digest:
+        bad.append(f"{what}: provenance {prov and prov.get('digest')} is not the checkout's")
+# memcheck's shared-memory coverage as the kernels that ran allow: byte-exact only when
+# they carry the instrumentation (the checks program's), guard pages and canaries otherwise.
 mc = d["emulator_checks"].get("memcheck", "")
-if "shared memory by guard pages and canaries only" not in mc:
-    bad.append(f"memcheck coverage {mc!r}")
+want = ("shared memory to the byte (kernels instrumented)" if d["emulator_checks"].get("instrumented")
+        else "shared memory by guard pages and canaries only")
+if want not in mc:
+    bad.append(f"memcheck coverage {mc!r}, expected {want!r}")
 if not audit["cases"] or any(r["numerics"] not in ("ours", "vllm", "vllm_partials_only",
                                                    "vllm_epsilon_only", "vllm_round_p_only")
                              for r in audit["cases"]):

@@ -4,7 +4,9 @@ renders, images are embedded, and missing inputs say "not available".
 usage: /usr/bin/python3 test_render.py REPORTS_DIR
 Catches: a renderer crash on any section, an image linked instead of embedded, a missing
 PNG/SVG, a missing input rendered as a number instead of "not available", the targets table
-missing, a dry GPU run (the emulator in place of CUDA) presented as measurements.
+missing, a dry GPU run (the emulator in place of CUDA) presented as measurements, an input
+whose source digest differs from the checkout's (or that records none) not marked stale, a
+current one marked stale, a check that ran on only some launches shown as run.
 """
 import json
 import os
@@ -17,6 +19,12 @@ import tempfile
 reports = os.path.abspath(sys.argv[1])
 fixture = os.path.join(reports, "tests", "fixture")
 failures = []
+sys.path.insert(0, os.path.join(os.path.dirname(reports), "scripts"))
+import source_digest  # noqa: E402
+
+CURRENT = source_digest.provenance()
+OLD = dict(CURRENT, commit="0123456789abcdef", date="2026-01-01 00:00 UTC",
+           digest=dict(CURRENT["digest"], kernels="0" * 64))
 
 
 def check(cond, what):
@@ -32,11 +40,34 @@ def render(tmp, with_inputs, gpu_dry=False):
     path = os.path.join(out, "report-data.json")
     data = json.load(open(path))
     if with_inputs:
-        data["inputs"] = {"campaign": os.path.join(fixture, "campaign.json"),
-                          "mutation": os.path.join(fixture, "mutation.json"),
+        # The committed campaign judged older kernels, the fresh one and the mutation score
+        # these: the first must be marked stale, the others current.
+        inp = os.path.join(tmp, "inputs")
+        os.makedirs(inp)
+        for name, prov in (("campaign", OLD), ("fresh", CURRENT), ("mutation", CURRENT)):
+            j = json.load(open(os.path.join(fixture, ("mutation" if name == "mutation"
+                                                      else "campaign") + ".json")))
+            j["provenance"] = prov
+            if name == "fresh":
+                j["properties"] = j["properties"][:1]
+                j["properties"][0]["cases"] = 123
+            json.dump(j, open(os.path.join(inp, name + ".json"), "w"))
+        data["inputs"] = {"campaign": os.path.join(inp, "campaign.json"),
+                          "campaign_fresh": os.path.join(inp, "fresh.json"),
+                          "mutation": os.path.join(inp, "mutation.json"),
                           "gpu_dir": os.path.join(tmp, "gpu"),
                           "targets_dir": fixture}
         data["targets"] = json.load(open(os.path.join(fixture, "targets.json")))
+        data["emulator_checks"]["provenance"] = CURRENT
+        ran = {k: "every launch (6)" for k in ("memcheck", "synccheck", "initcheck",
+                                               "racecheck reordering", "racecheck hazard")}
+        for p, s in data["emulator_checks"]["profiles"].items():
+            s["ran"] = dict(ran)
+        # One profile's hazard mode saw only some launches: the verdict must say so.
+        data["emulator_checks"]["profiles"]["h200"]["ran"]["racecheck hazard"] = "2 of 6 launches"
+        audit = json.load(open(os.path.join(out, "audit.json")))
+        audit["provenance"] = CURRENT
+        json.dump(audit, open(os.path.join(out, "audit.json"), "w"))
     else:
         data["inputs"] = {"campaign": os.path.join(tmp, "none", "campaign.json"),
                           "mutation": os.path.join(tmp, "none", "mutation.json"),
@@ -86,10 +117,29 @@ with tempfile.TemporaryDirectory() as tmp:
     check("model assumes (registers/thread)" in page, "targets table without the model column")
     check("## Targets" in summary and "| sm_90 (nvcc) |" in summary, "targets not in summary.md")
     check("| 0.25 |" in summary, "error / bound not in the verdict")
+    verdict_md = summary.split("## Verdict")[1].split("\n## ")[0]
+    rows = {ln.split(" | ")[0].strip("| "): ln for ln in verdict_md.split("\n") if ln.startswith("| ")}
+    check("(stale)" in rows.get("property campaign, committed", "") and
+          "stale: from commit 0123456789" in rows.get("property campaign, committed", ""),
+          "committed campaign of older kernels not marked stale in the verdict")
+    check("123 cases" in rows.get("property campaign, run for this report", "") and
+          "current: from commit" in rows.get("property campaign, run for this report", ""),
+          "fresh campaign not shown as current in the verdict")
+    mut = rows.get("mutation score (killed / non-equivalent)", "")
+    check("current: from commit" in mut and "(stale)" not in mut, "current mutation score marked stale")
+    h200 = [ln for ln in verdict_md.split("\n") if ln.startswith("| h200 |")]
+    check(h200 and all("only partly: racecheck hazard: 2 of 6 launches" in ln for ln in h200),
+          "a check that ran on some launches only is not said to have run partly")
+    bi = [ln for ln in verdict_md.split("\n") if ln.startswith("| bi-v100 |")]
+    check(bi and all("ran on every launch" in ln and "(stale)" not in ln for ln in bi),
+          "bi-v100's checks: every launch, current")
+    check("stale: from commit 0123456789" in page, "stale campaign section not marked")
 
 with tempfile.TemporaryDirectory() as tmp:
     out = render(tmp, False)
     page = open(os.path.join(out, "index.html")).read()
+    check("property campaign, committed" not in page or "missing" in page,
+          "a missing campaign shown with figures")
     for section in ("property campaign", "mutation score", "GPU measurements", "error / bound"):
         check(re.search(re.escape(section) + r"[^<]*: not available", page) is not None,
               f"missing input not reported as not available: {section}")

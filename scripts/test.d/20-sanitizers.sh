@@ -12,6 +12,9 @@
 #  - emulator.install_and_consume: installs the package and builds a consumer project
 #    with the default flags; it tests packaging, not memory safety.
 #  - torch.vllm_grid (see below).
+#  - slurm.campaign_and_mutants (label slurm): it tests the job scripts on a scheduler, and
+#    its mutate.py run would build the mutant programs again under ASan, racecheck's
+#    -fsanitize=thread build among them, which gcc refuses beside -fsanitize=address.
 #  - racecheck's hazard-mode tests (emulator/tests: test_racecheck_hazard,
 #    test_kernels_hazard) are not built: their kernels are compiled with
 #    -fsanitize=thread, which gcc refuses beside -fsanitize=address. They run in the
@@ -40,7 +43,7 @@ echo "20-sanitizers: build took $((SECONDS - start)) s"
 export ASAN_OPTIONS="halt_on_error=1:detect_leaks=0:detect_stack_use_after_return=0:${ASAN_OPTIONS:-}"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:${UBSAN_OPTIONS:-}"
 start=$SECONDS
-ctest --test-dir "$build" --output-on-failure -j "$jobs" -LE torch \
+ctest --test-dir "$build" --output-on-failure -j "$jobs" -LE '^(torch|slurm)$' \
   -E '^(kernels\.under_emu_checks_all|emulator\.install_and_consume)$' "$@"
 # The torch label runs /usr/bin/python3, which is not linked with the sanitizer runtimes:
 # they must come first in the process, so they are preloaded (for these tests only).

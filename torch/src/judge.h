@@ -1,18 +1,19 @@
 // The check's judge (python -m pagedattn_torch.check): for one decode step in vLLM's layout,
-// the exact answer (pagedattn::ref) and, per output element, the proven error bound
-// (pagedattn::bound, theorem kernel_error_bound) of our numerics and of
-// Numerics::vllm_compatible, for V1 and for V2 at given partition sizes. Plain C++17 over
-// ref:: and bound:: only (no torch, no kernels), so it can move onto a shared case library.
+// the exact answer and, per output element, the proven error bound (theorem
+// kernel_error_bound) of our numerics and of Numerics::vllm_compatible, for V1 and for V2
+// at given partition sizes. A thin layer over pagedattn::testing (its case_of, exact
+// reference, magnitudes and bound), the judge every other test uses: no torch here.
 #pragma once
 #include <cstdint>
 #include <vector>
 
-#include "pagedattn_ref/reference.h"
+#include "pagedattn/attention_call.h"
 
 namespace pagedattn::judge {
 
 struct Request {
-  ref::Problem problem;  // host bytes, contiguous (strides 0); never written
+  // The inputs as the kernels would take them (host memory; out and V2's tensors unused).
+  AttentionCall call;
   // 0: V1 (one partition); > 0: V2 at that many tokens per partition. One bound per entry.
   std::vector<int> partition_sizes{0};
   int warp_size = 32;  // the device's warp width: 32 on NVIDIA, 64 on BI-V100
@@ -32,8 +33,8 @@ struct Judgement {
   std::vector<double> bounds;
 };
 
-// Throws std::invalid_argument naming the argument (the reference's validation, or a
-// partition size / warp width the bound refuses).
+// Throws std::invalid_argument naming the argument (a partition size the bound refuses),
+// or pagedattn::Error as the kernels' validation would (shapes, dtypes, index values).
 Judgement judge(const Request& r);
 
 }  // namespace pagedattn::judge

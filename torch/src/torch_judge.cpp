@@ -6,6 +6,7 @@
 #include <c10/util/Exception.h>
 #include <torch/library.h>
 
+#include <algorithm>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -17,8 +18,6 @@
 
 namespace pagedattn_torch {
 namespace {
-
-namespace ref = pagedattn::ref;
 
 std::string shape_of(const at::Tensor& t) {
   std::string s = "[";
@@ -39,29 +38,29 @@ void expect_shape(const at::Tensor& t, const char* name, const std::vector<std::
                     meaning, ", got ", shape_of(t));
 }
 
-ref::DType scalar_of(const at::Tensor& q) {
+pagedattn::DType scalar_of(const at::Tensor& q) {
   switch (q.scalar_type()) {
     case at::kFloat:
-      return ref::DType::f32;
+      return pagedattn::DType::f32;
     case at::kHalf:
-      return ref::DType::f16;
+      return pagedattn::DType::f16;
     case at::kBFloat16:
-      return ref::DType::bf16;
+      return pagedattn::DType::bf16;
     default:
       TORCH_CHECK_TYPE(false, "pagedattn.judge: query must have dtype float32, float16 or ",
                        "bfloat16, got ", q.scalar_type());
   }
-  return ref::DType::f32;
+  return pagedattn::DType::f32;
 }
 
-ref::DType cache_of(c10::string_view kv, ref::DType scalar) {
+// Whether kv_cache_dtype names an fp8 cache (uint8 bytes); refuses an unknown name.
+bool fp8_cache(c10::string_view kv) {
   const std::string s(kv);
-  if (s == "auto") return scalar;
-  if (s == "fp8" || s == "fp8_e4m3") return ref::DType::fp8_e4m3;  // vLLM: "fp8" is E4M3
-  if (s == "fp8_e5m2") return ref::DType::fp8_e5m2;
+  if (s == "auto") return false;
+  if (s == "fp8" || s == "fp8_e4m3" || s == "fp8_e5m2") return true;  // vLLM: "fp8" is E4M3
   TORCH_CHECK_VALUE(false, "pagedattn.judge: kv_cache_dtype must be one of {auto, fp8, fp8_e4m3, ",
                     "fp8_e5m2}, got '", s, "'");
-  return scalar;
+  return false;
 }
 
 using Result = std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor>;
@@ -84,9 +83,8 @@ Result judge(const at::Tensor& query, const at::Tensor& key_cache, const at::Ten
   }
   TORCH_CHECK_VALUE(query.dim() == 3, "pagedattn.judge: query must have shape [num_seqs, ",
                     "num_heads, head_size], got ", shape_of(query));
-  const ref::DType scalar = scalar_of(query);
-  const ref::DType cache = cache_of(kv_cache_dtype, scalar);
-  const bool fp8 = cache != scalar;
+  const pagedattn::DType qd = scalar_of(query);
+  const bool fp8 = fp8_cache(kv_cache_dtype);
   const at::ScalarType cache_type = fp8 ? at::kByte : query.scalar_type();
   for (auto [t, name] : {std::pair{&key_cache, "key_cache"}, {&value_cache, "value_cache"}}) {
     TORCH_CHECK_TYPE(t->scalar_type() == cache_type, "pagedattn.judge: ", name, " must have dtype ",
@@ -119,26 +117,32 @@ Result judge(const at::Tensor& query, const at::Tensor& key_cache, const at::Ten
                      "pagedattn.judge: alibi_slopes must have dtype float32");
     expect_shape(alibi, "alibi_slopes", {H}, "[num_heads]");
   }
+  // The call as the kernels take it, over the host tensors (contiguous, checked above).
+  namespace pa = pagedattn;
+  const pa::DType cd = fp8 ? pa::DType::u8 : qd;
   pagedattn::judge::Request r;
-  ref::Problem& p = r.problem;
-  p.num_seqs = static_cast<int>(S);
-  p.num_heads = static_cast<int>(H);
-  p.num_kv_heads = static_cast<int>(num_kv_heads);
-  p.head_size = static_cast<int>(D);
-  p.block_size = static_cast<int>(block_size);
-  p.num_blocks = static_cast<int>(NB);
-  p.max_blocks_per_seq = static_cast<int>(block_tables.size(1));
-  p.scalar_dtype = scalar;
-  p.cache_dtype = cache;
-  p.query = query.data_ptr();
-  p.key_cache = key_cache.data_ptr();
-  p.value_cache = value_cache.data_ptr();
-  p.block_tables = block_tables.data_ptr<std::int32_t>();
-  p.seq_lens = seq_lens.data_ptr<std::int32_t>();
-  p.alibi_slopes = alibi.defined() ? alibi.data_ptr<float>() : nullptr;
-  p.scale = static_cast<float>(scale);
-  p.k_scale = static_cast<float>(k_scale);
-  p.v_scale = static_cast<float>(v_scale);
+  pa::AttentionCall& call = r.call;
+  call.query = pa::TensorView::contiguous(query.data_ptr(), qd, {S, H, D});
+  call.key_cache = pa::TensorView::contiguous(key_cache.data_ptr(), cd,
+                                              {NB, num_kv_heads, D / x, block_size, x});
+  call.value_cache =
+      pa::TensorView::contiguous(value_cache.data_ptr(), cd, {NB, num_kv_heads, D, block_size});
+  call.num_kv_heads = num_kv_heads;
+  // The kernels take the scales as float (vLLM's too): judge those values.
+  call.scale = static_cast<float>(scale);
+  call.block_tables = pa::TensorView::contiguous(block_tables.data_ptr(), pa::DType::i32,
+                                                 {S, block_tables.size(1)});
+  call.seq_lens = pa::TensorView::contiguous(seq_lens.data_ptr(), pa::DType::i32, {S});
+  call.block_size = block_size;
+  std::int64_t max_len = 0;
+  for (std::int64_t s = 0; s < S; ++s)
+    max_len = std::max<std::int64_t>(max_len, seq_lens.data_ptr<std::int32_t>()[s]);
+  call.max_seq_len = max_len;
+  if (alibi.defined())
+    call.alibi_slopes = pa::TensorView::contiguous(alibi.data_ptr(), pa::DType::f32, {H});
+  call.kv_cache_dtype = std::string(kv_cache_dtype);
+  call.k_scale = static_cast<float>(k_scale);
+  call.v_scale = static_cast<float>(v_scale);
   r.partition_sizes.assign(partition_sizes.begin(), partition_sizes.end());
   TORCH_CHECK_VALUE(!r.partition_sizes.empty(), "pagedattn.judge: partition_sizes is empty ",
                     "(give 0 for V1, a positive multiple of block_size for V2)");

@@ -22,9 +22,11 @@ void exact_magnitudes(std::int64_t n, int head_size, const double* logits, const
 void exact_magnitudes(std::int64_t n, int head_size, const double* logits, const double* qk_abs,
                       const std::function<void(std::int64_t, double*)>& value_row, double sum_abs_q,
                       RowMagnitudes* row, ElementMagnitudes* el) {
-  // Inputs within 1e-12 relative, double sums of at most 2^31 terms: every result below is
-  // within far less than 1e-9 relative of the exact magnitude, so inflating by 1e-9 keeps
-  // each an upper bound (abs_exact gets an absolute margin of 1e-9 A instead).
+  // Inputs within 1e-12 relative; a double sum of n nonnegative terms is within about
+  // n * 2^-53 relative of the exact sum in the worst case ((n - 1) u / (1 - (n - 1) u),
+  // u = 2^-53). Inflating by 1e-9 therefore keeps each result an upper bound only for
+  // n up to about 9e6 terms (9e6 * 2^-53 = 1.0e-9); past that the worst case is not
+  // covered (2^31 terms: 2.4e-7). abs_exact gets an absolute margin of 1e-9 A instead.
   constexpr double kUp = 1 + 1e-9;
   *row = RowMagnitudes{};
   row->n = n;

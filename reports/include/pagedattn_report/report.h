@@ -16,9 +16,12 @@ struct ReportOptions {
   Size size = Size::standard;
   std::vector<std::string> profiles{"bi-v100", "h200", "a100"};
   std::string properties_dir = "out/properties";  // campaign.json, mutation.json
-  std::string gpu_dir = "out/gpu";                // scripts/gpu_check.sh's JSON
-  std::string checks_dir = "out/check";  // python -m pagedattn_torch.check --json files
-  std::string targets_dir = "out/targets";        // scripts/targets/compile_targets.sh
+  // A campaign this run made (scripts/report.sh runs a short one), shown beside the one in
+  // properties_dir; "" for none.
+  std::string fresh_campaign;
+  std::string gpu_dir = "out/gpu";         // scripts/gpu_check.sh's JSON
+  std::string checks_dir = "out/check";    // python -m pagedattn_torch.check --json files
+  std::string targets_dir = "out/targets";  // scripts/targets/compile_targets.sh
   std::string python = "/usr/bin/python3";
   bool render = true;  // false: stop after report-data.json (no matplotlib needed)
   int threads = 2;     // emulator host threads
