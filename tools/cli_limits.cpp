@@ -116,7 +116,17 @@ int run_limits(const Settings& s) {
     std::cout << (r == 2 ? " " : ", ") << "r " << r << ": h " << g.groups.heads_per_block << ", "
               << g.dynamic_smem_bytes << " bytes";
   }
-  std::cout << " (" << 4 * slice << " bytes per head)\n\n";
+  std::cout << " (" << 4 * slice
+            << " bytes per head)\n  built for f16/bf16 (and their fp8 "
+               "caches), head sizes "
+            << pagedattn::list_text(pagedattn::GroupedHeadSizeList{}) << ", block size "
+            << pagedattn::list_text(pagedattn::GroupedBlockSizeList{})
+            << "; elsewhere Options::grouped runs the per-head kernels";
+  w.num_kv_heads = 8;
+  w.num_heads = 32;
+  if (const char* why = pagedattn::grouped_fallback_reason(w))
+    std::cout << " (here: " << why << ")";
+  std::cout << "\n\n";
 
   // vLLM's own V1 request at the same limit, for comparison: one step per block. The
   // device also counts vLLM's static __shared__ arrays: q_vecs (head_size scalars; fp32,

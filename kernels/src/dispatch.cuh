@@ -5,6 +5,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 #include "attention_kernel.cuh"
 #include "grouped_attention_kernel.cuh"
 #include "dispatch.h"
@@ -51,13 +52,15 @@ LaunchResult by_block(IntList<B...>, const AttnArgs& a, int block_size, dim3 g, 
   return r;
 }
 
-// Every (head size, block size) of supported.h's lists, and nothing else.
+// Every (head size, block size) of supported.h's lists (the grouped lists for GROUPED),
+// and nothing else.
 template <bool GROUPED, class scalar_t, class cache_t, int WARP, int... HS>
 LaunchResult by_head(IntList<HS...>, const AttnArgs& a, int head_size, int block_size, dim3 g,
                      std::size_t smem, const Device& dev) {
   LaunchResult r{cudaErrorInvalidValue, LaunchStage::launch};
+  using Blocks = std::conditional_t<GROUPED, GroupedBlockSizeList, BlockSizeList>;
   (void)((head_size == HS && (r = by_block<GROUPED, scalar_t, cache_t, WARP, HS>(
-                                  BlockSizeList{}, a, block_size, g, smem, dev),
+                                  Blocks{}, a, block_size, g, smem, dev),
                               true)) ||
          ...);
   return r;
@@ -68,10 +71,11 @@ LaunchResult by_head(IntList<HS...>, const AttnArgs& a, int head_size, int block
 template <class scalar_t, int WARP, bool GROUPED>
 LaunchResult launch_attention(const AttnArgs& args, int head_size, int block_size, bool fp8_cache,
                               dim3 grid, std::size_t smem_bytes, const Device& dev) {
+  using Heads = std::conditional_t<GROUPED, GroupedHeadSizeList, HeadSizeList>;
   return fp8_cache ? dispatch::by_head<GROUPED, scalar_t, std::uint8_t, WARP>(
-                         HeadSizeList{}, args, head_size, block_size, grid, smem_bytes, dev)
+                         Heads{}, args, head_size, block_size, grid, smem_bytes, dev)
                    : dispatch::by_head<GROUPED, scalar_t, scalar_t, WARP>(
-                         HeadSizeList{}, args, head_size, block_size, grid, smem_bytes, dev);
+                         Heads{}, args, head_size, block_size, grid, smem_bytes, dev);
 }
 
 template <class scalar_t, int WARP>

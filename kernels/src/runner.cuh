@@ -17,9 +17,10 @@ struct Target {
   std::string (*detail)(cudaError_t) = nullptr;  // the executor's own words for an error
 };
 
-// Grouped only where it changes something: more than one query head per KV head.
+// Grouped only where it changes something (more than one query head per KV head) and is
+// built (resources.h, grouped_fallback_reason); elsewhere the per-head kernels, same bits.
 inline bool launches_grouped(const AttentionParams& p) {
-  return p.grouped && p.num_kv_heads > 0 && p.num_heads > p.num_kv_heads;
+  return p.grouped && grouped_fallback_reason(p.workload()) == nullptr;
 }
 
 inline AttnArgs make_attn_args(const AttentionParams& p, const HeadGroups& groups) {
@@ -80,8 +81,11 @@ LaunchResult attention_for_warp(const AttentionParams& p, const AttnArgs& a, dim
                                 std::size_t smem, const Device& dev) {
   const bool fp8 = p.cache != CacheFormat::same;
   switch (p.scalar) {
-    case DType::f32:
-      return launch_attention<float, WARP, GROUPED>(a, p.head_size, p.block_size, fp8, grid, smem,
+    case DType::f32:  // no grouped f32 instantiations (supported.h): launches_grouped is false
+      if constexpr (GROUPED)
+        return {cudaErrorInvalidValue, LaunchStage::launch};
+      else
+        return launch_attention<float, WARP, false>(a, p.head_size, p.block_size, fp8, grid, smem,
                                                     dev);
     case DType::f16:
       return launch_attention<__half, WARP, GROUPED>(a, p.head_size, p.block_size, fp8, grid, smem,

@@ -15,8 +15,10 @@
 // With --grouped (ctest kernels.output_digests_grouped) the grid's 2 query heads per KV
 // head run in one block of grouped_attention_kernel.cuh and every digest must equal the
 // ungrouped kernel's committed one: the grouped kernels are bit-identical to today's on
-// every dtype, cache, numerics, head, block and partition size, ALiBi, rare path and both
-// warp widths of this grid (other GQA ratios: kernels/tests/test_grouped.cpp).
+// the grid's settings at the grouped shapes (f16/bf16, head 64/128/256, block 16: supported.h),
+// with every cache, numerics, partition size, ALiBi, rare path and both warp widths; the
+// other settings run the per-head kernels (grouped_fallback_reason), and the count of
+// grouped runs is printed (other GQA ratios: kernels/tests/test_grouped.cpp).
 //
 // The inputs come from digest_grid.cpp alone (a fixed integer generator, no <random>
 // distributions, whose results the standard leaves to the library), so the digests move
@@ -32,14 +34,19 @@
 
 #include "digest_grid.h"
 
+#include "pagedattn_testing/kernel_under_test.h"
+
 namespace {
 
 using namespace pagedattn;
+
+std::size_t grouped_runs = 0;  // runs that launched the grouped kernels (--grouped)
 
 std::vector<std::pair<std::string, std::uint64_t>> all_digests(bool grouped) {
   std::vector<std::pair<std::string, std::uint64_t>> r;
   for (const auto& [s, seed] : digest::grid()) {
     const testing::Case c = digest::make(s, seed);
+    if (grouped && testing::kernels_under_test(c).size() > 2) grouped_runs += 4;
     for (const char* prof : {"bi-v100", "h200"})
       for (Kernel k : {Kernel::v1, Kernel::v2})
         r.emplace_back(s.name() + '/' + prof + '/' + kernel_name(k),
@@ -86,7 +93,8 @@ int main(int argc, char** argv) {
     }
   }
   if (check) {
-    std::printf("%zu runs, %d differ from %s\n", n, differ, argv[2]);
+    std::printf("%zu runs (%zu on the grouped kernels), %d differ from %s\n", n, grouped_runs,
+                differ, argv[2]);
     if (want.size() != n) {
       std::printf("the file lists %zu runs, the grid has %zu\n", want.size(), n);
       return 1;

@@ -107,4 +107,46 @@ TEST(Grouped, SharedMemoryWithinBudgetAtEverySupportedShape) {
         }
 }
 
+// Outside the grouped shapes (supported.h) Options::grouped runs the per-head kernels, and
+// grouped_fallback_reason says why. Caught: a shape that claims grouped but has no grouped
+// instantiation (the launch would be refused), or a fallback that launches grouped anyway.
+TEST(Grouped, FallsBackToPerHeadKernelsOutsideTheGroupedShapes) {
+  struct Shape {
+    DType scalar;
+    int head_size, block_size;
+    const char* reason;  // a word of grouped_fallback_reason's answer
+  };
+  for (const Shape& sh :
+       {Shape{DType::f32, 128, 16, "f16 and bf16"}, Shape{DType::f16, 96, 16, "head sizes"},
+        Shape{DType::bf16, 128, 32, "block size"}}) {
+    UniformSpec s;
+    s.scalar = sh.scalar;
+    s.head_size = sh.head_size;
+    s.block_size = sh.block_size;
+    s.num_kv_heads = 2;
+    s.num_heads = 8;
+    s.seq_lens = {70, 5};
+    const Case c = uniform_case(s);
+    Workload w;
+    w.num_heads = 8;
+    w.num_kv_heads = 2;
+    w.head_size = sh.head_size;
+    w.block_size = sh.block_size;
+    w.io_elem_bytes = static_cast<int>(dtype_size(sh.scalar));
+    const char* why = grouped_fallback_reason(w);
+    ASSERT_NE(why, nullptr);
+    EXPECT_NE(std::string(why).find(sh.reason), std::string::npos) << why;
+    Options o;
+    o.grouped = true;
+    Outputs out;
+    const std::string names = attention_kernels(c, Kernel::v2, "bi-v100", o, &out);
+    EXPECT_EQ(names.find("grouped_attention_kernel"), std::string::npos) << names;
+    EXPECT_NE(names.find("attention_kernel"), std::string::npos) << names;
+  }
+  Workload w;  // the headline: 32 over 8 heads, 128, f16, block 16
+  EXPECT_EQ(grouped_fallback_reason(w), nullptr);
+  w.num_kv_heads = w.num_heads;
+  EXPECT_NE(grouped_fallback_reason(w), nullptr);
+}
+
 }  // namespace

@@ -135,7 +135,11 @@ LaunchResources v1_resources(int warp_size, const Workload& w);
 // V2's partition kernel; grid z is max_num_partitions (0 partitions: nothing to launch).
 LaunchResources v2_resources(int warp_size, const Workload& w);
 LaunchResources reduce_resources(int warp_size, const Workload& w);
-// The grouped V1 / V2 partition kernels (Options::grouped with num_heads > num_kv_heads):
+// Why Options::grouped runs the per-head kernels for w (nullptr: it runs grouped): one
+// query head per KV head (nothing to share), or a shape the grouped kernels are not built
+// for (supported.h: f16/bf16 queries, GroupedHeadSizeList, GroupedBlockSizeList).
+const char* grouped_fallback_reason(const Workload& w);
+// The grouped V1 / V2 partition kernels (Options::grouped where grouped_fallback_reason is null):
 // grid (num_kv_heads * blocks_per_kv_head, num_seqs, 1 or max_num_partitions).
 LaunchResources v1_grouped_resources(int warp_size, const Workload& w);
 LaunchResources v2_grouped_resources(int warp_size, const Workload& w);
