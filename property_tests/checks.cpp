@@ -14,7 +14,7 @@ void assert_within(const Verdict& v, const std::string& what) {
 
 void assert_kernels_within(const Case& c, const ref::Output& ex, const Options& options,
                            const std::string& profile, const std::string& what) {
-  for (const KernelUnderTest& k : kernels_under_test()) {
+  for (const KernelUnderTest& k : kernels_under_test(c)) {
     const Options o = k.options(options);
     assert_within(err_over_bound(c, run(c, k.kernel, o, profile).out, ex,
                                  element_bounds(c, k.kernel, o, ex, profile)),

@@ -57,7 +57,7 @@ TEST(FoundByProperties, SubnormalValuesWithinTheBound) {
   s.profile = "h200";
   const Case p = build(s);
   const ref::Output ex = exact(p);
-  for (const KernelUnderTest& k : kernels_under_test()) {
+  for (const KernelUnderTest& k : kernels_under_test(p)) {
     const Options o = k.options(s.options());
     const Verdict e = err_over_bound(p, run(p, k.kernel, o, s.profile).out, ex,
                                      element_bounds(p, k.kernel, o, ex, s.profile));
@@ -85,7 +85,7 @@ TEST(FoundByProperties, NearMaxValuesGiveFiniteOutput) {
   s.seed = 34550;
   s.profile = "h200";
   const Case p = build(s);
-  for (const KernelUnderTest& k : kernels_under_test()) {
+  for (const KernelUnderTest& k : kernels_under_test(p)) {
     const Outputs o = run(p, k.kernel, k.options(s.options()), s.profile);
     for (double x : o.out) ASSERT_TRUE(std::isfinite(x)) << k.name;
   }
@@ -105,7 +105,7 @@ TEST(FoundByProperties, NanQueryPoisonsV2Row) {
   s.profile = "bi-v100";
   Case p = build(s);
   p.set_q(0, 0, 0, NAN);
-  for (const KernelUnderTest& k : kernels_under_test()) {
+  for (const KernelUnderTest& k : kernels_under_test(p)) {
     const Outputs o = run(p, k.kernel, k.options(s.options()), s.profile);
     for (double x : o.out) ASSERT_TRUE(std::isnan(x)) << k.name;
   }

@@ -98,7 +98,35 @@ int run_limits(const Settings& s) {
             << "))\n  dynamic shared memory " << v2.dynamic_smem_bytes << " bytes\n";
   std::cout << pagedattn::kernel_entry_name(red.kernel) << ": " << red.threads_per_block
             << " threads per block, grid (num_heads, num_seqs)\n  dynamic shared memory "
-            << red.dynamic_smem_bytes << " bytes (streams over partitions: no length cap)\n\n";
+            << red.dynamic_smem_bytes << " bytes (streams over partitions: no length cap)\n";
+  // The grouped kernels (Options::grouped): resources.h's head_groups and grouped_smem_bytes.
+  const std::int64_t slice = pagedattn::grouped_head_floats(ws, head_size, partition);
+  std::cout << "grouped V1/V2 (Options::grouped, r = num_heads / num_kv_heads > 1): grid "
+               "(num_kv_heads * ceil(r / h), num_seqs[, partitions]), h heads per block, at "
+               "most "
+            << pagedattn::group_max_heads(head_size) << ", as many as fit "
+            << pagedattn::kGroupedSmemBudget << " bytes\n  dynamic shared memory 4 * ("
+            << pagedattn::grouped_heads_offset(ws, head_size) << " + h * ("
+            << pagedattn::round_up(head_size, 4) << " + round_up(max(tokens, " << scratch_floats
+            << "), 4))) bytes; V2:";
+  for (int r : {2, 4, 8, 16}) {
+    w.num_kv_heads = 1;
+    w.num_heads = r;
+    const auto g = pagedattn::v2_grouped_resources(ws, w);
+    std::cout << (r == 2 ? " " : ", ") << "r " << r << ": h " << g.groups.heads_per_block << ", "
+              << g.dynamic_smem_bytes << " bytes";
+  }
+  std::cout << " (" << 4 * slice
+            << " bytes per head)\n  built for f16/bf16 (and their fp8 "
+               "caches), head sizes "
+            << pagedattn::list_text(pagedattn::GroupedHeadSizeList{}) << ", block size "
+            << pagedattn::list_text(pagedattn::GroupedBlockSizeList{})
+            << "; elsewhere Options::grouped runs the per-head kernels";
+  w.num_kv_heads = 8;
+  w.num_heads = 32;
+  if (const char* why = pagedattn::grouped_fallback_reason(w))
+    std::cout << " (here: " << why << ")";
+  std::cout << "\n\n";
 
   // vLLM's own V1 request at the same limit, for comparison: one step per block. The
   // device also counts vLLM's static __shared__ arrays: q_vecs (head_size scalars; fp32,

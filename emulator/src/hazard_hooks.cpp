@@ -1,24 +1,27 @@
 // The entry points g++ -fsanitize=thread calls from instrumented code, implemented by the
 // emulator (compile kernels with it and link without -fsanitize=thread: see
 // pagedattn_emulator_race_instrumentation in emulator/CMakeLists.txt). Plain loads and
-// stores go to memcheck's shared-memory bounds and racecheck's shadow memory; atomics are
-// performed (sequentially consistent) and checked against memcheck's bounds only, not
-// recorded for racecheck. Not for programs linked with ThreadSanitizer.
+// stores go to the traffic counts (traffic.cpp), memcheck's shared-memory bounds and
+// racecheck's shadow memory; atomics are performed (sequentially consistent) and checked
+// against memcheck's bounds only, neither counted nor recorded for racecheck. Not for
+// programs linked with ThreadSanitizer.
 #include <cstddef>
 #include <cstdint>
 
 #include "emu/thread_context.h"
 #include "hazard.h"
 #include "internal.h"
+#include "traffic.h"
 
 using emu::detail::tls_thread;
 
 #define EMU_PC __builtin_return_address(0)
 
 namespace {
-// memcheck's exact shared-memory bounds, then racecheck's shadow memory; each returns at
-// once when its check is not running.
-inline void hazard_access(void* a, std::size_t n, bool write, const void* pc) {
+// The traffic counts, memcheck's exact shared-memory bounds, then racecheck's shadow
+// memory; each returns at once when its launch state is off.
+inline void on_access(void* a, std::size_t n, bool write, const void* pc) {
+  emu::detail::traffic_access(a, n, write);
   emu::detail::shared_bounds_access(a, n, write);
   emu::detail::hazard_access(a, n, write, pc);
 }
@@ -35,30 +38,30 @@ void __tsan_ignore_thread_end() {}
 void __tsan_vptr_update(void**, void*) {}
 void __tsan_vptr_read(void**) {}
 
-#define EMU_TSAN_ACCESS(N)                              \
-  void __tsan_read##N(void* a) {                        \
-    if (tls_thread) hazard_access(a, N, false, EMU_PC); \
-  }                                                     \
-  void __tsan_write##N(void* a) {                       \
-    if (tls_thread) hazard_access(a, N, true, EMU_PC);  \
-  }                                                     \
-  void __tsan_unaligned_read##N(void* a) {              \
-    if (tls_thread) hazard_access(a, N, false, EMU_PC); \
-  }                                                     \
-  void __tsan_unaligned_write##N(void* a) {             \
-    if (tls_thread) hazard_access(a, N, true, EMU_PC);  \
-  }                                                     \
-  void __tsan_volatile_read##N(void* a) {               \
-    if (tls_thread) hazard_access(a, N, false, EMU_PC); \
-  }                                                     \
-  void __tsan_volatile_write##N(void* a) {              \
-    if (tls_thread) hazard_access(a, N, true, EMU_PC);  \
-  }                                                     \
-  void __tsan_read##N##_pc(void* a, void* pc) {         \
-    if (tls_thread) hazard_access(a, N, false, pc);     \
-  }                                                     \
-  void __tsan_write##N##_pc(void* a, void* pc) {        \
-    if (tls_thread) hazard_access(a, N, true, pc);      \
+#define EMU_TSAN_ACCESS(N)                          \
+  void __tsan_read##N(void* a) {                    \
+    if (tls_thread) on_access(a, N, false, EMU_PC); \
+  }                                                 \
+  void __tsan_write##N(void* a) {                   \
+    if (tls_thread) on_access(a, N, true, EMU_PC);  \
+  }                                                 \
+  void __tsan_unaligned_read##N(void* a) {          \
+    if (tls_thread) on_access(a, N, false, EMU_PC); \
+  }                                                 \
+  void __tsan_unaligned_write##N(void* a) {         \
+    if (tls_thread) on_access(a, N, true, EMU_PC);  \
+  }                                                 \
+  void __tsan_volatile_read##N(void* a) {           \
+    if (tls_thread) on_access(a, N, false, EMU_PC); \
+  }                                                 \
+  void __tsan_volatile_write##N(void* a) {          \
+    if (tls_thread) on_access(a, N, true, EMU_PC);  \
+  }                                                 \
+  void __tsan_read##N##_pc(void* a, void* pc) {     \
+    if (tls_thread) on_access(a, N, false, pc);     \
+  }                                                 \
+  void __tsan_write##N##_pc(void* a, void* pc) {    \
+    if (tls_thread) on_access(a, N, true, pc);      \
   }
 EMU_TSAN_ACCESS(1)
 EMU_TSAN_ACCESS(2)
@@ -68,10 +71,10 @@ EMU_TSAN_ACCESS(16)
 #undef EMU_TSAN_ACCESS
 
 void __tsan_read_range(void* a, unsigned long n) {
-  if (tls_thread) hazard_access(a, n, false, EMU_PC);
+  if (tls_thread) on_access(a, n, false, EMU_PC);
 }
 void __tsan_write_range(void* a, unsigned long n) {
-  if (tls_thread) hazard_access(a, n, true, EMU_PC);
+  if (tls_thread) on_access(a, n, true, EMU_PC);
 }
 
 // Atomics: memory orders are ints as the compiler passes them (__ATOMIC_*). EMU_ATOMIC_AT

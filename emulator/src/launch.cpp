@@ -24,6 +24,7 @@
 #include "hazard.h"
 #include "internal.h"
 #include "tls.h"
+#include "traffic.h"
 #include "watchdog.h"
 #include "worker_pool.h"
 
@@ -181,10 +182,11 @@ bool run_serial(const KernelEntry& k, dim3 grid, dim3 block, std::size_t smem, c
 }
 
 void run_parallel(const KernelEntry& k, dim3 grid, dim3 block, std::size_t smem, const Profile& p,
-                  const char* name, bool poison, LaunchRun& run) {
+                  const char* name, bool poison, LaunchRun& run, TrafficRun* traffic) {
   const unsigned long long blocks = 1ull * grid.x * grid.y * grid.z;
   std::atomic<unsigned long long> next{0};
   const std::function<void()> worker = [&] {
+    const TrafficScope counting(traffic);
     for (;;) {
       unsigned long long b = next.fetch_add(1);
       if (b >= blocks) break;
@@ -259,10 +261,11 @@ cudaError_t launch_grid(const KernelEntry& k, dim3 grid, dim3 block, std::size_t
   run.checks = enabled_checks();
   count_launch(run.checks);  // emu/check_coverage.h: which checks ran, for reports
   const WatchdogScope watchdog(run.kernel);
+  TrafficRun* const traffic = traffic_begin(name);
   const bool differential =
       run.checks & (check_racecheck | check_racecheck_reorder | check_initcheck);
   if (!differential) {
-    run_parallel(k, grid, block, smem, p, run.kernel, run.checks != 0, run);
+    run_parallel(k, grid, block, smem, p, run.kernel, run.checks != 0, run, traffic);
   } else {
     static std::mutex serial;  // snapshots assume no other launch writes device memory meanwhile
     std::lock_guard<std::mutex> lock(serial);
@@ -286,7 +289,10 @@ cudaError_t launch_grid(const KernelEntry& k, dim3 grid, dim3 block, std::size_t
     for (std::size_t i = 0; i < passes.size() && !run.aborted; ++i) {
       if (i > 0) restore(allocs, before);
       if (passes[i].hazard) hazard_begin(k.address, run);
-      run_serial(k, grid, block, smem, p, run.kernel, passes[i], run);
+      {
+        const TrafficScope counting(i == 0 ? traffic : nullptr);  // the others replay it
+        run_serial(k, grid, block, smem, p, run.kernel, passes[i], run);
+      }
       if (passes[i].hazard) hazard_end();
       Image now = capture(allocs);
       if (i == 0)
@@ -296,6 +302,7 @@ cudaError_t launch_grid(const KernelEntry& k, dim3 grid, dim3 block, std::size_t
     }
     if (!run.aborted) restore(allocs, first);
   }
+  traffic_end(traffic);
   rearm_guards();
   for (const std::string& line : take_fault_reports())
     if (run.checks & check_memcheck) run.report("memcheck", line.substr(std::strlen("memcheck: ")));

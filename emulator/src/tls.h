@@ -75,6 +75,8 @@ struct ColdTls {
   HostProgress* progress = nullptr;  // the watchdog's view of this host thread
   void* signal_stack = nullptr;      // sigaltstack for faults on a fiber's stack
   void* hazard = nullptr;            // racecheck's shadow memory while a launch runs
+  void* traffic = nullptr;           // traffic counts of the blocks this thread runs (traffic.cpp)
+  void* traffic_log = nullptr;       // std::vector<LaunchTraffic>*: this thread's launches
 };
 
 // Constant initialization matters as much as trivial destruction: a dynamically

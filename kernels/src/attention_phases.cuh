@@ -13,8 +13,11 @@
 //   contain barriers and warp shuffles).
 // - G query heads at once (G >= 1, the same KV head): per head, each phase performs
 //   exactly the arithmetic of G = 1, in the same order, so a head's results do not depend
-//   on G or on the other heads. Scratch is per head: QueryHead::q and ::logits, disjoint
-//   across heads; the block collective is shared and takes G values per call.
+//   on G or on the other heads. A slot with !live (G > 1 only) computes nothing and
+//   writes nothing: its m stays -inf, s 0, acc 0; its q and logits may alias a live
+//   head's (only read, never written); the caller skips it when storing. Scratch is per head:
+//   QueryHead::q and ::logits, disjoint across heads; the block collective is shared and takes G
+//   values per call.
 // - Barriers are named per phase below; a phase's reads of shared memory written by an
 //   earlier phase rely only on those.
 //
@@ -89,6 +92,7 @@ struct QueryHead {
   Dest dest;
   float slope;    // ALiBi slope (0 without ALiBi)
   bool row_bad;   // a scalar that poisons the whole row is not finite
+  bool live;      // false: a spare slot of a grouped block serving fewer heads than G
   float* q;       // [HEAD_SIZE] shared: the query row in fp32 (load_query)
   float* logits;  // [max(span.n, (NUM_WARPS - 1) * HEAD_SIZE)] shared: logits, exps, P.V scratch
 };
@@ -107,6 +111,7 @@ __device__ __forceinline__ QueryHead query_head(const AttnArgs& a, int head, con
               (kFp8 && (!finite(a.k_scale) || !finite(a.v_scale)));
   h.q = q;
   h.logits = logits;
+  h.live = true;
   return h;
 }
 
@@ -169,6 +174,12 @@ struct AttentionPhases {
   // The rescue's output elements per thread.
   static constexpr int RESCUE_ROWS = (HEAD_SIZE + NUM_THREADS - 1) / NUM_THREADS;
 
+  // Slot g takes part (always for G = 1, so that kernel's code is unchanged).
+  template <int G>
+  __device__ static bool live(const QueryHead (&h)[G], int g) {
+    return G == 1 || h[g].live;
+  }
+
   // Phase 1, load q: the head's query row into h.q in fp32. No barrier: the caller
   // __syncthreads() once after loading every head, before logits_and_max.
   __device__ static void load_query(const AttnArgs& a, const Span& sp, const QueryHead& h) {
@@ -209,7 +220,8 @@ struct AttentionPhases {
             float kv = Cache::load(k[(d / X) * (BLOCK_SIZE * X) + d % X], a.fp8_e5m2);
             if (fp8_round) kv = round_to<scalar_t>(kv * a.k_scale);
 #pragma unroll
-            for (int g = 0; g < G; ++g) dot[g] = fmaf(h[g].q[d], kv, dot[g]);
+            for (int g = 0; g < G; ++g)
+              if (live(h, g)) dot[g] = fmaf(h[g].q[d], kv, dot[g]);
           }
         }
       }
@@ -220,6 +232,7 @@ struct AttentionPhases {
         const float pos = static_cast<float>(token - sp.seq_len + 1);
 #pragma unroll
         for (int g = 0; g < G; ++g) {
+          if (!live(h, g)) continue;
           float logit = dot[g] * a.qk_scale;
           // ALiBi: slope * (i - seq_len + 1), so the last token gets no bias.
           if (a.alibi_slopes) logit = fmaf(h[g].slope, pos, logit);
@@ -248,6 +261,7 @@ struct AttentionPhases {
     for (int i = threadIdx.x; i < sp.n; i += NUM_THREADS) {
 #pragma unroll
       for (int g = 0; g < G; ++g) {
+        if (!live(h, g)) continue;
         const float e = LseState<float>{h[g].logits[i], 1.f}.weight_at(m[g], FastExp());
         h[g].logits[i] = e;
         s[g] += e;
@@ -262,7 +276,8 @@ struct AttentionPhases {
     if (a.round_p) {  // vLLM: p_i = e_i * inv, rounded to scalar_t before P.V
       for (int i = threadIdx.x; i < sp.n; i += NUM_THREADS) {
 #pragma unroll
-        for (int g = 0; g < G; ++g) h[g].logits[i] = round_to<scalar_t>(h[g].logits[i] * sm[g].inv);
+        for (int g = 0; g < G; ++g)
+          if (live(h, g)) h[g].logits[i] = round_to<scalar_t>(h[g].logits[i] * sm[g].inv);
       }
       __syncthreads();
     }
@@ -293,7 +308,7 @@ struct AttentionPhases {
         if (token >= sp.end) break;  // never touch a slot past the partition or sequence
         float p[G];
 #pragma unroll
-        for (int g = 0; g < G; ++g) p[g] = h[g].logits[token - sp.start];
+        for (int g = 0; g < G; ++g) p[g] = live(h, g) ? h[g].logits[token - sp.start] : 0.f;
 #pragma unroll
         for (int r = 0; r < ROWS_PER_LANE; ++r) {
           const int d = pv_row(r);
@@ -301,7 +316,8 @@ struct AttentionPhases {
             float vv = Cache::load(v[d * BLOCK_SIZE + token_in_block], a.fp8_e5m2);
             if (fp8_round) vv = round_to<scalar_t>(vv * a.v_scale);
 #pragma unroll
-            for (int g = 0; g < G; ++g) acc[g][r] = fmaf(p[g], vv, acc[g][r]);
+            for (int g = 0; g < G; ++g)
+              if (live(h, g)) acc[g][r] = fmaf(p[g], vv, acc[g][r]);
           }
         }
       }

@@ -5,7 +5,9 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 #include "attention_kernel.cuh"
+#include "grouped_attention_kernel.cuh"
 #include "dispatch.h"
 #include "kernel_args.h"
 #include "pagedattn/supported.h"
@@ -27,45 +29,53 @@ LaunchResult launch_with_smem(K kernel, const AttnArgs& args, dim3 grid, std::si
 
 // The instantiation for (HS, B), or an error for a pair validation refuses (fp8 with a
 // head size its 16-element key chunks cannot tile: none is instantiated).
-template <class scalar_t, class cache_t, int WARP, int HS, int B>
+template <bool GROUPED, class scalar_t, class cache_t, int WARP, int HS, int B>
 LaunchResult one(const AttnArgs& a, dim3 g, std::size_t smem, const Device& dev) {
   if constexpr (HS % (16 / sizeof(cache_t)) == 0) {
-    return launch_with_smem(&attention_kernel<scalar_t, cache_t, HS, B, WARP>, a, g, smem, dev);
+    if constexpr (GROUPED)
+      return launch_with_smem(&grouped_attention_kernel<scalar_t, cache_t, HS, B, WARP>, a, g, smem,
+                              dev);
+    else
+      return launch_with_smem(&attention_kernel<scalar_t, cache_t, HS, B, WARP>, a, g, smem, dev);
   } else {
     return {cudaErrorInvalidValue, LaunchStage::launch};
   }
 }
 
-template <class scalar_t, class cache_t, int WARP, int HS, int... B>
+template <bool GROUPED, class scalar_t, class cache_t, int WARP, int HS, int... B>
 LaunchResult by_block(IntList<B...>, const AttnArgs& a, int block_size, dim3 g, std::size_t smem,
                       const Device& dev) {
   LaunchResult r{cudaErrorInvalidValue, LaunchStage::launch};
-  (void)((block_size == B && (r = one<scalar_t, cache_t, WARP, HS, B>(a, g, smem, dev), true)) ||
+  (void)((block_size == B &&
+          (r = one<GROUPED, scalar_t, cache_t, WARP, HS, B>(a, g, smem, dev), true)) ||
          ...);
   return r;
 }
 
-// Every (head size, block size) of supported.h's lists, and nothing else.
-template <class scalar_t, class cache_t, int WARP, int... HS>
+// Every (head size, block size) of supported.h's lists (the grouped lists for GROUPED),
+// and nothing else.
+template <bool GROUPED, class scalar_t, class cache_t, int WARP, int... HS>
 LaunchResult by_head(IntList<HS...>, const AttnArgs& a, int head_size, int block_size, dim3 g,
                      std::size_t smem, const Device& dev) {
   LaunchResult r{cudaErrorInvalidValue, LaunchStage::launch};
-  (void)((head_size == HS &&
-          (r = by_block<scalar_t, cache_t, WARP, HS>(BlockSizeList{}, a, block_size, g, smem, dev),
-           true)) ||
+  using Blocks = std::conditional_t<GROUPED, GroupedBlockSizeList, BlockSizeList>;
+  (void)((head_size == HS && (r = by_block<GROUPED, scalar_t, cache_t, WARP, HS>(
+                                  Blocks{}, a, block_size, g, smem, dev),
+                              true)) ||
          ...);
   return r;
 }
 
 }  // namespace dispatch
 
-template <class scalar_t, int WARP>
+template <class scalar_t, int WARP, bool GROUPED>
 LaunchResult launch_attention(const AttnArgs& args, int head_size, int block_size, bool fp8_cache,
                               dim3 grid, std::size_t smem_bytes, const Device& dev) {
-  return fp8_cache ? dispatch::by_head<scalar_t, std::uint8_t, WARP>(
-                         HeadSizeList{}, args, head_size, block_size, grid, smem_bytes, dev)
-                   : dispatch::by_head<scalar_t, scalar_t, WARP>(HeadSizeList{}, args, head_size,
-                                                                 block_size, grid, smem_bytes, dev);
+  using Heads = std::conditional_t<GROUPED, GroupedHeadSizeList, HeadSizeList>;
+  return fp8_cache ? dispatch::by_head<GROUPED, scalar_t, std::uint8_t, WARP>(
+                         Heads{}, args, head_size, block_size, grid, smem_bytes, dev)
+                   : dispatch::by_head<GROUPED, scalar_t, scalar_t, WARP>(
+                         Heads{}, args, head_size, block_size, grid, smem_bytes, dev);
 }
 
 template <class scalar_t, int WARP>

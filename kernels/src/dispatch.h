@@ -16,7 +16,9 @@ struct LaunchResult {
   LaunchStage stage = LaunchStage::launch;
 };
 
-template <class scalar_t, int WARP>
+// GROUPED: grouped_attention_kernel (one block per KV head's group of query heads),
+// instantiated in files of its own (instantiate_grouped.inc).
+template <class scalar_t, int WARP, bool GROUPED>
 LaunchResult launch_attention(const AttnArgs& args, int head_size, int block_size, bool fp8_cache,
                               dim3 grid, std::size_t smem_bytes, const Device& device);
 

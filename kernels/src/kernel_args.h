@@ -19,7 +19,9 @@ struct AttnArgs {
   int num_heads;
   int num_kv_heads;
   int max_num_partitions;  // grid z (1 for V1)
-  int partition_size;      // tokens; V1: the whole block-rounded sequence
+  int heads_per_block;     // grouped kernel: resources.h's HeadGroups
+  int blocks_per_kv_head;
+  int partition_size;  // tokens; V1: the whole block-rounded sequence
   std::int64_t q_seq_stride;
   std::int64_t kv_block_stride;
   std::int64_t kv_head_stride;

@@ -1,4 +1,5 @@
 #include "pagedattn/resources.h"
+#include "pagedattn/supported.h"
 
 namespace pagedattn {
 
@@ -18,6 +19,41 @@ LaunchResources v2_resources(int warp_size, const Workload& w) {
             static_cast<unsigned>(max_num_partitions(w.max_seq_len, w.partition_size))};
   r.dynamic_smem_bytes = attention_smem_bytes(warp_size, w.head_size, w.partition_size);
   return r;
+}
+
+namespace {
+LaunchResources grouped(Kernel k, int warp_size, const Workload& w, std::int64_t tokens,
+                        unsigned parts) {
+  LaunchResources r;
+  r.kernel = k;
+  const int ratio = w.num_kv_heads > 0 ? w.num_heads / w.num_kv_heads : 1;
+  r.groups = head_groups(warp_size, w.head_size, ratio, tokens);
+  r.grid = {static_cast<unsigned>(w.num_kv_heads * r.groups.blocks_per_kv_head),
+            static_cast<unsigned>(w.num_seqs), parts};
+  r.dynamic_smem_bytes =
+      grouped_smem_bytes(warp_size, w.head_size, tokens, r.groups.heads_per_block);
+  return r;
+}
+}  // namespace
+
+const char* grouped_fallback_reason(const Workload& w) {
+  if (w.num_kv_heads <= 0 || w.num_heads <= w.num_kv_heads)
+    return "one query head per KV head: no KV read to share";
+  if (w.io_elem_bytes != 2) return "grouped kernels are built for f16 and bf16 queries only";
+  if (!GroupedHeadSizeList::contains(w.head_size))
+    return "grouped kernels are built for head sizes 64, 128, 256 only";
+  if (!GroupedBlockSizeList::contains(w.block_size))
+    return "grouped kernels are built for block size 16 only";
+  return nullptr;
+}
+
+LaunchResources v1_grouped_resources(int warp_size, const Workload& w) {
+  return grouped(Kernel::v1, warp_size, w, v1_partition_tokens(w.block_size, w.max_seq_len), 1);
+}
+
+LaunchResources v2_grouped_resources(int warp_size, const Workload& w) {
+  return grouped(Kernel::v2, warp_size, w, w.partition_size,
+                 static_cast<unsigned>(max_num_partitions(w.max_seq_len, w.partition_size)));
 }
 
 LaunchResources reduce_resources(int warp_size, const Workload& w) {

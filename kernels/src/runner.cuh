@@ -17,7 +17,13 @@ struct Target {
   std::string (*detail)(cudaError_t) = nullptr;  // the executor's own words for an error
 };
 
-inline AttnArgs make_attn_args(const AttentionParams& p) {
+// Grouped only where it changes something (more than one query head per KV head) and is
+// built (resources.h, grouped_fallback_reason); elsewhere the per-head kernels, same bits.
+inline bool launches_grouped(const AttentionParams& p) {
+  return p.grouped && grouped_fallback_reason(p.workload()) == nullptr;
+}
+
+inline AttnArgs make_attn_args(const AttentionParams& p, const HeadGroups& groups) {
   const bool fp8 = p.cache != CacheFormat::same;
   const bool round_p = p.choices.round_probabilities;
   AttnArgs a{};
@@ -34,6 +40,8 @@ inline AttnArgs make_attn_args(const AttentionParams& p) {
   a.num_heads = p.num_heads;
   a.num_kv_heads = p.num_kv_heads;
   a.max_num_partitions = p.max_num_partitions;
+  a.heads_per_block = groups.heads_per_block;
+  a.blocks_per_kv_head = groups.blocks_per_kv_head;
   a.partition_size = p.partition_size;
   a.q_seq_stride = p.q_seq_stride;
   a.kv_block_stride = p.kv_block_stride;
@@ -68,18 +76,23 @@ inline ReduceArgs make_reduce_args(const AttentionParams& p) {
   return r;
 }
 
-template <int WARP>
+template <int WARP, bool GROUPED>
 LaunchResult attention_for_warp(const AttentionParams& p, const AttnArgs& a, dim3 grid,
                                 std::size_t smem, const Device& dev) {
   const bool fp8 = p.cache != CacheFormat::same;
   switch (p.scalar) {
-    case DType::f32:
-      return launch_attention<float, WARP>(a, p.head_size, p.block_size, fp8, grid, smem, dev);
+    case DType::f32:  // no grouped f32 instantiations (supported.h): launches_grouped is false
+      if constexpr (GROUPED)
+        return {cudaErrorInvalidValue, LaunchStage::launch};
+      else
+        return launch_attention<float, WARP, false>(a, p.head_size, p.block_size, fp8, grid, smem,
+                                                    dev);
     case DType::f16:
-      return launch_attention<__half, WARP>(a, p.head_size, p.block_size, fp8, grid, smem, dev);
+      return launch_attention<__half, WARP, GROUPED>(a, p.head_size, p.block_size, fp8, grid, smem,
+                                                     dev);
     case DType::bf16:
-      return launch_attention<__nv_bfloat16, WARP>(a, p.head_size, p.block_size, fp8, grid, smem,
-                                                   dev);
+      return launch_attention<__nv_bfloat16, WARP, GROUPED>(a, p.head_size, p.block_size, fp8, grid,
+                                                            smem, dev);
     default:
       return {cudaErrorInvalidValue, LaunchStage::launch};
   }
@@ -126,11 +139,19 @@ template <int WARP>
 void run_for_warp(const AttentionParams& p, const Target& t) {
   if (p.num_seqs == 0) return;  // an empty batch: nothing to launch (grid y would be 0)
   if (p.kernel == Kernel::v1 || p.kernel == Kernel::v2) {
-    const LaunchResources res = p.kernel == Kernel::v1 ? v1_resources(WARP, p.workload())
-                                                       : v2_resources(WARP, p.workload());
+    const bool grouped = launches_grouped(p);
+    const bool v1 = p.kernel == Kernel::v1;
+    const LaunchResources res =
+        grouped ? (v1 ? v1_grouped_resources(WARP, p.workload())
+                      : v2_grouped_resources(WARP, p.workload()))
+                : (v1 ? v1_resources(WARP, p.workload()) : v2_resources(WARP, p.workload()));
     if (res.grid.z > 0) {  // V2 with max_seq_len 0 has no partitions; the reduce writes 0
-      const LaunchResult r = attention_for_warp<WARP>(p, make_attn_args(p), to_dim3(res.grid),
-                                                      res.dynamic_smem_bytes, t.device);
+      const AttnArgs a = make_attn_args(p, res.groups);
+      const LaunchResult r = grouped
+                                 ? attention_for_warp<WARP, true>(p, a, to_dim3(res.grid),
+                                                                  res.dynamic_smem_bytes, t.device)
+                                 : attention_for_warp<WARP, false>(
+                                       p, a, to_dim3(res.grid), res.dynamic_smem_bytes, t.device);
       if (r.error != cudaSuccess) throw_launch_error(p, res, t, r);
     }
     if (p.kernel == Kernel::v1) return;

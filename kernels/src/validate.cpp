@@ -120,6 +120,7 @@ AttentionParams validate_attention(Kernel kernel, const AttentionCall& call,
   AttentionParams p;
   p.kernel = kernel;
   p.numerics = options.numerics;
+  p.grouped = options.grouped;
   p.choices = effective_choices(options);
 
   // Block-sparse attention is not implemented: only vLLM's defaults are accepted.

@@ -131,8 +131,9 @@ testing::Case make(const Setting& st, std::uint64_t seed) {
 }
 
 std::uint64_t run(const Setting& st, const testing::Case& c, Kernel kernel,
-                  const Backend& backend) {
+                  const Backend& backend, bool grouped) {
   Options opt;
+  opt.grouped = grouped;
   opt.partition_size = st.partition_size;
   opt.numerics = st.numerics;
   const testing::Outputs o = testing::run_kernel(c, kernel, backend, opt);

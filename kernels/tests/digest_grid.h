@@ -39,7 +39,9 @@ testing::Case make(const Setting& s, std::uint64_t seed);
 // prefilled with NaN bit patterns); returns the FNV-1a digest of out (and of exp_sums,
 // max_logits, tmp_out for V2). The committed digests were recorded with every output byte
 // prefilled 0xA5 instead: that they still match shows no run leaves a byte unwritten.
-std::uint64_t run(const Setting& s, const testing::Case& c, Kernel kernel, const Backend& backend);
+// grouped: Options::grouped (the grouped kernels, which must give the same digests).
+std::uint64_t run(const Setting& s, const testing::Case& c, Kernel kernel, const Backend& backend,
+                  bool grouped = false);
 
 // The grid's settings in a fixed order, each with its input seed.
 std::vector<std::pair<Setting, std::uint64_t>> grid();

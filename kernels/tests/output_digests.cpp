@@ -9,6 +9,16 @@
 //
 //   pagedattn_output_digests                 prints "case digest" lines
 //   pagedattn_output_digests --check FILE    exits 1 naming each case whose digest differs
+//   ... --grouped                            the same runs on the grouped kernels
+//                                            (Options::grouped), against the same digests
+//
+// With --grouped (ctest kernels.output_digests_grouped) the grid's 2 query heads per KV
+// head run in one block of grouped_attention_kernel.cuh and every digest must equal the
+// ungrouped kernel's committed one: the grouped kernels are bit-identical to today's on
+// the grid's settings at the grouped shapes (f16/bf16, head 64/128/256, block 16: supported.h),
+// with every cache, numerics, partition size, ALiBi, rare path and both warp widths; the
+// other settings run the per-head kernels (grouped_fallback_reason), and the count of
+// grouped runs is printed (other GQA ratios: kernels/tests/test_grouped.cpp).
 //
 // The inputs come from digest_grid.cpp alone (a fixed integer generator, no <random>
 // distributions, whose results the standard leaves to the library), so the digests move
@@ -24,18 +34,23 @@
 
 #include "digest_grid.h"
 
+#include "pagedattn_testing/kernel_under_test.h"
+
 namespace {
 
 using namespace pagedattn;
 
-std::vector<std::pair<std::string, std::uint64_t>> all_digests() {
+std::size_t grouped_runs = 0;  // runs that launched the grouped kernels (--grouped)
+
+std::vector<std::pair<std::string, std::uint64_t>> all_digests(bool grouped) {
   std::vector<std::pair<std::string, std::uint64_t>> r;
   for (const auto& [s, seed] : digest::grid()) {
     const testing::Case c = digest::make(s, seed);
+    if (grouped && testing::kernels_under_test(c).size() > 2) grouped_runs += 4;
     for (const char* prof : {"bi-v100", "h200"})
       for (Kernel k : {Kernel::v1, Kernel::v2})
         r.emplace_back(s.name() + '/' + prof + '/' + kernel_name(k),
-                       digest::run(s, c, k, Backend::emulator(prof)));
+                       digest::run(s, c, k, Backend::emulator(prof), grouped));
   }
   return r;
 }
@@ -43,9 +58,14 @@ std::vector<std::pair<std::string, std::uint64_t>> all_digests() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  const bool grouped = argc > 1 && std::string(argv[1]) == "--grouped";
+  if (grouped) {
+    --argc;
+    ++argv;
+  }
   const bool check = argc == 3 && std::string(argv[1]) == "--check";
   if (argc != 1 && !check) {
-    std::fprintf(stderr, "usage: %s [--check DIGEST_FILE]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s [--grouped] [--check DIGEST_FILE]\n", argv[0]);
     return 2;
   }
   std::map<std::string, std::string> want;
@@ -60,7 +80,7 @@ int main(int argc, char** argv) {
   }
   int differ = 0;
   std::size_t n = 0;
-  for (const auto& [name, h] : all_digests()) {
+  for (const auto& [name, h] : all_digests(grouped)) {
     char hex[17];
     std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
     ++n;
@@ -73,7 +93,8 @@ int main(int argc, char** argv) {
     }
   }
   if (check) {
-    std::printf("%zu runs, %d differ from %s\n", n, differ, argv[2]);
+    std::printf("%zu runs (%zu on the grouped kernels), %d differ from %s\n", n, grouped_runs,
+                differ, argv[2]);
     if (want.size() != n) {
       std::printf("the file lists %zu runs, the grid has %zu\n", want.size(), n);
       return 1;

@@ -30,7 +30,7 @@ void expect_both(const UniformSpec& c, const std::string& what,
                  const Options& opt = partitions_of(64)) {
   const Judge judge(uniform_case(c));
   for (const char* profile : kProfiles) {
-    for (const KernelUnderTest& k : kernels_under_test()) {
+    for (const KernelUnderTest& k : kernels_under_test(judge.input())) {
       const Outputs o = run_kernel(judge.input(), k.kernel, profile, k.options(opt));
       const Verdict v = judge.verdict(o.out, k.kernel, k.options(opt), profile);
       EXPECT_LE(v.worst, 1.0) << what << " on " << profile << " " << k.name << ": " << v.where;
@@ -84,7 +84,7 @@ TEST(Cases, OneTokenGivesItsValueRow) {
     const Case p = uniform_case(c);
     const ref::Output ex = exact(p);
     for (const char* profile : kProfiles) {
-      for (const KernelUnderTest& k : kernels_under_test()) {
+      for (const KernelUnderTest& k : kernels_under_test(p)) {
         // One token: e = exp(0) = 1, s = 1, so the output is the value row exactly (and
         // the exact reference's nearest double is that row).
         const Outputs o = run_kernel(p, k.kernel, profile, k.options(partitions_of(64)));
@@ -101,7 +101,7 @@ TEST(Cases, SeqLenZeroGivesZeroAndEmptyStates) {
   const Case p = uniform_case(c);
   const int H = c.num_heads, D = c.head_size;
   for (const char* profile : kProfiles) {
-    for (const KernelUnderTest& k : kernels_under_test()) {
+    for (const KernelUnderTest& k : kernels_under_test(p)) {
       const Outputs o = run_kernel(p, k.kernel, profile, k.options(partitions_of(64)));
       for (int s : {0, 2}) {
         for (int i = 0; i < H * D; ++i) {
@@ -156,7 +156,7 @@ TEST(Cases, NaNInUnusedSlotsChangesNothing) {
       fill_unused_slots(zero, false);
       fill_unused_slots(nan, true);
       for (const char* profile : kProfiles) {
-        for (const KernelUnderTest& kut : kernels_under_test()) {
+        for (const KernelUnderTest& kut : kernels_under_test(zero)) {
           const Kernel k = kut.kernel;
           const Options opt = kut.options(partitions_of(64));
           const Outputs a = run_kernel(zero, k, profile, opt), b = run_kernel(nan, k, profile, opt);

@@ -38,7 +38,7 @@ TEST_P(Combination, V1AndV2MatchReferenceOnBothWarpWidths) {
   c.seed = 1000 + head_size * 7 + block_size;
   const Judge judge(uniform_case(c));
   for (const char* profile : {"bi-v100", "h200"}) {
-    for (const KernelUnderTest& k : kernels_under_test()) {
+    for (const KernelUnderTest& k : kernels_under_test(judge.input())) {
       const Outputs o = run_kernel(judge.input(), k.kernel, profile, k.options(opt));
       const Verdict v = judge.verdict(o.out, k.kernel, k.options(opt), profile);
       EXPECT_LE(v.worst, 1.0) << profile << " " << k.name << ": " << v.where;

@@ -33,7 +33,7 @@ struct Base {
 std::vector<Outputs> run_all(const Case& p, const Options& opt) {
   std::vector<Outputs> v;
   for (const char* profile : kProfiles) {
-    for (const KernelUnderTest& k : kernels_under_test()) {
+    for (const KernelUnderTest& k : kernels_under_test(p)) {
       v.push_back(run_kernel(p, k.kernel, profile, k.options(opt)));
     }
   }
@@ -49,7 +49,7 @@ void expect_rows_poisoned(const std::vector<Outputs>& clean_runs, const Case& cl
   const std::size_t es = traits(clean.scalar).size;
   int run = 0;
   for (const char* profile : kProfiles) {
-    for (const KernelUnderTest& kut : kernels_under_test()) {
+    for (const KernelUnderTest& kut : kernels_under_test(bad)) {
       const Kernel k = kut.kernel;
       const std::string where = what + " " + profile + " " + kut.name;
       const Outputs& a = clean_runs[run++];
@@ -215,7 +215,7 @@ TEST(NonFinite, OverflowingLogitSaturatesToItsToken) {
     return v;
   }();
   for (const char* profile : kProfiles) {
-    for (const KernelUnderTest& kut : kernels_under_test()) {
+    for (const KernelUnderTest& kut : kernels_under_test(p)) {
       const Outputs o = run_kernel(p, kut.kernel, profile, kut.options(c.options));
       for (int d = 0; d < D; ++d) ASSERT_EQ(o.out[d], want[d]) << profile << " d " << d;
     }
@@ -235,7 +235,7 @@ TEST(NonFinite, EveryLogitOverflowingNegativeStaysFinite) {
     for (int d = 0; d < c.spec.head_size; ++d) set_live(p, Element::key, 0, t, 0, d, -1e19);
   }
   for (const char* profile : kProfiles) {
-    for (const KernelUnderTest& kut : kernels_under_test()) {
+    for (const KernelUnderTest& kut : kernels_under_test(p)) {
       const Outputs o = run_kernel(p, kut.kernel, profile, kut.options(c.options));
       for (double x : o.out) ASSERT_TRUE(std::isfinite(x)) << profile;
     }
@@ -259,7 +259,7 @@ TEST(NonFinite, OverflowingValueSumStaysExact) {
       }
     }
     for (const char* profile : kProfiles) {
-      for (const KernelUnderTest& kut : kernels_under_test()) {
+      for (const KernelUnderTest& kut : kernels_under_test(p)) {
         const Outputs o = run_kernel(p, kut.kernel, profile, kut.options(c.options));
         for (int d = 0; d < D; ++d) {
           ASSERT_EQ(o.out[d], std::ldexp(d % 2 ? 1.0 : -1.0, 127)) << profile << " d " << d;
@@ -286,7 +286,7 @@ TEST(NonFinite, Fp16OutputPastItsRangeRoundsToInf) {
     }
   }
   for (const char* profile : kProfiles) {
-    for (const KernelUnderTest& kut : kernels_under_test()) {
+    for (const KernelUnderTest& kut : kernels_under_test(p)) {
       const Outputs o = run_kernel(p, kut.kernel, profile, kut.options(c.options));
       for (int d = 0; d < D; ++d) ASSERT_EQ(o.out[d], INFINITY) << profile;
       for (int h = 1; h < c.spec.num_heads; ++h) ASSERT_TRUE(std::isfinite(o.out[h * D]));

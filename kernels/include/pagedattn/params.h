@@ -46,6 +46,12 @@ struct Options {
   // single vLLM choices (default none). effective_choices() is what the kernels use.
   Numerics numerics = Numerics::exact_fp32;
   NumericsChoices vllm_choices{};
+  // Grouped-query attention: one thread block serves the query heads sharing a KV head
+  // (up to group_max_heads(head_size) of them), so each key and value element is read
+  // once per group instead of once per query head. The same outputs bit for bit (every
+  // head's arithmetic is the same: kernels/README.md, "Grouped kernels"); with one query
+  // head per KV head it changes nothing.
+  bool grouped = false;
   // Check every used block id against [0, num_blocks) and seq_lens against max_seq_len.
   // On the CUDA backend this copies block_tables and seq_lens to the host (a sync).
   bool check_indices = true;
@@ -84,6 +90,7 @@ struct AttentionParams {
   const std::int32_t* seq_lens = nullptr;
   const float* alibi_slopes = nullptr;  // null: no ALiBi
 
+  bool grouped = false;       // Options::grouped (launches grouped only with ratio > 1)
   DType scalar = DType::f32;  // query / out
   CacheFormat cache = CacheFormat::same;
   Numerics numerics = Numerics::exact_fp32;

@@ -54,6 +54,52 @@ PAGEDATTN_HD constexpr std::int64_t attention_smem_bytes(int warp_size, int head
               attn_logits_floats(warp_size, head_size, partition_tokens));
 }
 
+// Grouped attention kernel (src/grouped_attention_kernel.cuh): one block serves
+// heads_per_block query heads of one KV head. Dynamic shared memory, in floats:
+//   [collective] the block collective's scratch for group_max_heads values per call
+//   [head 0]     its query row (padded to 16 bytes), its logits (as above, padded)
+//   [head 1] ... one such slice per head the block serves
+// group_max_heads bounds the per-head registers (G partial P.V rows per lane).
+PAGEDATTN_HD constexpr int group_max_heads(int head_size) {
+  return head_size <= 128 ? 8 : 4;
+}
+PAGEDATTN_HD constexpr std::int64_t grouped_head_floats(int warp_size, int head_size,
+                                                        std::int64_t partition_tokens) {
+  return round_up(head_size, 4) +
+         round_up(attn_logits_floats(warp_size, head_size, partition_tokens), 4);
+}
+PAGEDATTN_HD constexpr std::int64_t grouped_heads_offset(int warp_size, int head_size) {
+  return block_collective_floats(warp_size, group_max_heads(head_size));
+}
+PAGEDATTN_HD constexpr std::int64_t grouped_smem_bytes(int warp_size, int head_size,
+                                                       std::int64_t partition_tokens,
+                                                       int heads_per_block) {
+  return 4 * (grouped_heads_offset(warp_size, head_size) +
+              heads_per_block * grouped_head_floats(warp_size, head_size, partition_tokens));
+}
+// The shared memory a grouped block may take when choosing how many heads it serves:
+// BI-V100's unsure per-block limit (the 32 KB of /work/shared/design is the lower of its
+// two readings), so a grouped launch fits it and 48 KB at every shape where one head does.
+inline constexpr std::int64_t kGroupedSmemBudget = 32 * 1024;
+
+// How the ratio = num_heads / num_kv_heads query heads of a KV head are split over blocks:
+// the fewest blocks whose heads fit group_max_heads and kGroupedSmemBudget (at least one
+// head per block), the heads spread evenly (the last block may serve fewer).
+struct HeadGroups {
+  int heads_per_block = 1;
+  int blocks_per_kv_head = 1;
+};
+PAGEDATTN_HD constexpr HeadGroups head_groups(int warp_size, int head_size, int ratio,
+                                              std::int64_t partition_tokens) {
+  int most = ratio < group_max_heads(head_size) ? ratio : group_max_heads(head_size);
+  while (most > 1 &&
+         grouped_smem_bytes(warp_size, head_size, partition_tokens, most) > kGroupedSmemBudget)
+    --most;
+  if (most < 1) most = 1;
+  const int blocks = static_cast<int>(ceil_div(ratio, most));
+  return {static_cast<int>(ceil_div(ratio, blocks)), blocks};
+}
+
 // Reduce kernel: the block collective's scratch + one weight per thread: it streams over
 // partitions kThreadsPerBlock at a time, so its need does not grow with the sequence.
 PAGEDATTN_HD constexpr std::int64_t reduce_red_floats(int warp_size) {
@@ -81,6 +127,7 @@ struct LaunchResources {
   Dim3 grid;
   int threads_per_block = kThreadsPerBlock;
   std::int64_t dynamic_smem_bytes = 0;
+  HeadGroups groups{};  // grouped: grid x is num_kv_heads * groups.blocks_per_kv_head
 };
 
 // Grid (num_heads, num_seqs) and V1's shared memory at w.max_seq_len.
@@ -88,6 +135,14 @@ LaunchResources v1_resources(int warp_size, const Workload& w);
 // V2's partition kernel; grid z is max_num_partitions (0 partitions: nothing to launch).
 LaunchResources v2_resources(int warp_size, const Workload& w);
 LaunchResources reduce_resources(int warp_size, const Workload& w);
+// Why Options::grouped runs the per-head kernels for w (nullptr: it runs grouped): one
+// query head per KV head (nothing to share), or a shape the grouped kernels are not built
+// for (supported.h: f16/bf16 queries, GroupedHeadSizeList, GroupedBlockSizeList).
+const char* grouped_fallback_reason(const Workload& w);
+// The grouped V1 / V2 partition kernels (Options::grouped where grouped_fallback_reason is null):
+// grid (num_kv_heads * blocks_per_kv_head, num_seqs, 1 or max_num_partitions).
+LaunchResources v1_grouped_resources(int warp_size, const Workload& w);
+LaunchResources v2_grouped_resources(int warp_size, const Workload& w);
 
 // The longest max_seq_len whose V1 launch fits `smem_limit_bytes` of dynamic shared
 // memory (0 if even one token does not fit).

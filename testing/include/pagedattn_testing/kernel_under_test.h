@@ -1,6 +1,6 @@
 // The kernel dimension of the tests and the property suite: which entry point a check runs
-// and how its launch options differ, as one small value. Today V1 and V2; a new kernel
-// (e.g. the grouped V1/V2 of a head-grouping choice in Options) is one more entry here,
+// and how its launch options differ, as one small value: V1 and V2, each per query head
+// and grouped (Options::grouped). A new kernel is one more entry here,
 // and every check that loops over kernels_under_test() runs it, with its bound
 // (bound_setup, judge.h) following from the same value.
 #pragma once
@@ -8,21 +8,51 @@
 #include <vector>
 
 #include "pagedattn/params.h"
+#include "pagedattn/resources.h"
+#include "pagedattn_testing/case.h"
 
 namespace pagedattn::testing {
 
 struct KernelUnderTest {
   Kernel kernel = Kernel::v1;  // the entry point: v1, or v2 (partitions, then the reduce)
   const char* name = "V1";
+  bool grouped = false;  // Options::grouped: the grouped kernels (one block per KV head's group)
 
   bool partitioned() const { return kernel == Kernel::v2; }
   // The options this kernel runs with, from the check's own (partition size, numerics).
-  Options options(Options base) const { return base; }
+  Options options(Options base) const {
+    base.grouped = grouped;
+    return base;
+  }
 };
 
+// The grouped kernels have the ungrouped ones' arithmetic per head, so the same bound
+// (kernels/tests/test_grouped.cpp shows them bit-identical).
 inline const std::vector<KernelUnderTest>& kernels_under_test() {
-  static const std::vector<KernelUnderTest> k = {{Kernel::v1, "V1"}, {Kernel::v2, "V2"}};
+  static const std::vector<KernelUnderTest> k = {{Kernel::v1, "V1", false},
+                                                 {Kernel::v2, "V2", false},
+                                                 {Kernel::v1, "V1 grouped", true},
+                                                 {Kernel::v2, "V2 grouped", true}};
   return k;
+}
+
+// The entries that launch something of their own on c: the grouped ones only where
+// Options::grouped launches the grouped kernels (grouped_fallback_reason, resources.h);
+// elsewhere they would rerun the per-head kernels, the same bits at the same cost. The
+// checks loop over this, so the grouped entries add runs only on GQA cases at the grouped
+// shapes (f16/bf16, head 64/128/256, block 16), not a second copy of every run.
+inline std::vector<KernelUnderTest> kernels_under_test(const Case& c) {
+  Workload w;
+  w.num_heads = c.num_heads;
+  w.num_kv_heads = c.num_kv_heads;
+  w.head_size = c.head_size;
+  w.block_size = c.block_size;
+  w.io_elem_bytes = static_cast<int>(dtype_size(c.scalar));
+  const bool grouped = grouped_fallback_reason(w) == nullptr;
+  std::vector<KernelUnderTest> r;
+  for (const KernelUnderTest& k : kernels_under_test())
+    if (!k.grouped || grouped) r.push_back(k);
+  return r;
 }
 
 }  // namespace pagedattn::testing

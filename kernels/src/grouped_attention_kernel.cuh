@@ -1,0 +1,72 @@
+// The grouped paged-attention kernel (Options::grouped): one block serves up to
+// G = group_max_heads(HEAD_SIZE) query heads sharing one KV head, so every key and value
+// element of the span is loaded once for all of them, where attention_kernel.cuh loads it
+// once per query head. V1 (final_output) and V2 (one partition per grid z) as there: the
+// same phases (attention_phases.cuh) composed with G slots, of which the block's
+// a.heads_per_block (or fewer, in a KV head's last block) are live. Per head the phases do
+// the arithmetic of G = 1, so every output and state is bit-identical to attention_kernel's.
+//
+// Grid (num_kv_heads * blocks_per_kv_head, num_seqs, partitions), kThreadsPerBlock
+// threads. Shared memory (resources.h, grouped_smem_bytes): the collective's scratch for
+// G values, then one slice (query row, logits) per head the block serves.
+#pragma once
+#include "attention_phases.cuh"
+#include "block_collective.cuh"
+#include "device_math.cuh"
+#include "kernel_args.h"
+#include "pagedattn/resources.h"
+#include "platform.cuh"
+
+namespace pagedattn::detail::PAGEDATTN_EXEC_NS {
+
+template <class scalar_t, class cache_t, int HEAD_SIZE, int BLOCK_SIZE, int WARP>
+__global__ void __launch_bounds__(kThreadsPerBlock) grouped_attention_kernel(const AttnArgs a) {
+  using P = AttentionPhases<scalar_t, cache_t, HEAD_SIZE, BLOCK_SIZE, WARP>;
+  constexpr int G = group_max_heads(HEAD_SIZE);
+  float* const shared = reinterpret_cast<float*>(smem);
+  const int ratio = a.num_heads / a.num_kv_heads;
+  const int kv_head = blockIdx.x / a.blocks_per_kv_head;
+  const int first =
+      kv_head * ratio + static_cast<int>(blockIdx.x) % a.blocks_per_kv_head * a.heads_per_block;
+  const int n = imin(a.heads_per_block, kv_head * ratio + ratio - first);  // live heads
+  const int seq = blockIdx.y;
+  const int part = blockIdx.z;
+  const Span sp = attention_span(a, BLOCK_SIZE, seq, kv_head, part);
+  if (sp.empty) {  // block-uniform
+    for (int g = 0; g < n; ++g)
+      store_empty<scalar_t, HEAD_SIZE>(a, attention_dest(a, seq, first + g, part));
+    return;
+  }
+  BlockCollective<WARP, G> coll(shared);
+  const std::int64_t slice = grouped_head_floats(WARP, HEAD_SIZE, a.partition_size);
+  QueryHead h[G];
+#pragma unroll
+  for (int g = 0; g < G; ++g) {
+    // A spare slot aliases the first head's slice, which it only reads (phases' contract).
+    const int k = g < n ? g : 0;
+    float* const base = shared + grouped_heads_offset(WARP, HEAD_SIZE) + k * slice;
+    h[g] = query_head<P::Cache::kFp8>(a, first + k, attention_dest(a, seq, first + k, part), base,
+                                      base + round_up(HEAD_SIZE, 4));
+    h[g].live = g < n;
+  }
+  for (int g = 0; g < n; ++g) P::load_query(a, sp, h[g]);
+  __syncthreads();
+  float m[G];
+  P::logits_and_max(a, sp, h, coll, m);
+  Softmax sm[G];
+  P::softmax(a, sp, h, m, coll, sm);
+  float acc[G][P::ROWS_PER_LANE];
+  P::pv(a, sp, h, acc);
+  bool rescue[G];
+  P::overflow_check(acc, sm, coll, rescue);
+  bool skip[G];
+#pragma unroll
+  for (int g = 0; g < G; ++g) {
+    skip[g] = rescue[g] || !h[g].live;
+    // Rescued heads read only their own p_i; combine_and_store writes only other heads'.
+    if (h[g].live && rescue[g]) P::rescue(a, sp, h[g], sm[g], coll);  // block-uniform
+  }
+  P::combine_and_store(a, h, sm, acc, skip);
+}
+
+}  // namespace pagedattn::detail::PAGEDATTN_EXEC_NS
