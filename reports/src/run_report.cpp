@@ -168,7 +168,9 @@ int run_report(const ReportOptions& o) {
   {
     json checks = checks_section(o.checks_dir);
     // The GPU bundle's run writes its check (torch_check.json) beside its other results.
-    for (const auto& row : checks_section(o.gpu_dir)["rows"]) checks["rows"].push_back(row);
+    // (A named value: a range-for over a temporary's ["rows"] reads freed memory.)
+    const json bundle = checks_section(o.gpu_dir);
+    for (const auto& row : bundle["rows"]) checks["rows"].push_back(row);
     data["implementations_checked"] = checks;
   }
   data["targets"] = targets_section(o.targets_dir);

@@ -43,14 +43,16 @@ echo "20-sanitizers: build took $((SECONDS - start)) s"
 export ASAN_OPTIONS="halt_on_error=1:detect_leaks=0:detect_stack_use_after_return=0:${ASAN_OPTIONS:-}"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:${UBSAN_OPTIONS:-}"
 start=$SECONDS
-ctest --test-dir "$build" --output-on-failure -j "$jobs" -LE '^(torch|slurm)$' \
+ctest --test-dir "$build" --output-on-failure -j "$jobs" -LE '^(torch|check|slurm)$' \
   -E '^(kernels\.under_emu_checks_all|emulator\.install_and_consume)$' "$@"
-# The torch label runs /usr/bin/python3, which is not linked with the sanitizer runtimes:
-# they must come first in the process, so they are preloaded (for these tests only).
-# torch.vllm_grid is left out: 280 s under ASan, and its calls take the same code paths as
-# torch.run_equality and torch.schema, which run.
-if ctest --test-dir "$build" -N -L torch | grep -q 'Test *#'; then
+# The torch and check labels run /usr/bin/python3, which is not linked with the sanitizer
+# runtimes: they must come first in the process, so they are preloaded (for these tests
+# only). Left out: torch.vllm_grid (280 s under ASan; its calls take the same code paths as
+# torch.run_equality and torch.schema, which run) and check.cli (the check's command line
+# over the same judge and operators that check.subjects runs).
+if ctest --test-dir "$build" -N -L '^(torch|check)$' | grep -q 'Test *#'; then
   LD_PRELOAD="$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so)" \
-    ctest --test-dir "$build" --output-on-failure -j "$jobs" -L torch -E '^torch\.vllm_grid$'
+    ctest --test-dir "$build" --output-on-failure -j "$jobs" -L '^(torch|check)$' \
+    -E '^(torch\.vllm_grid|check\.cli)$'
 fi
 echo "20-sanitizers: tests took $((SECONDS - start)) s"
