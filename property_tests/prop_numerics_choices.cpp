@@ -13,9 +13,9 @@ namespace pagedattn::prop {
 // warp's partial passes FLT_MAX / NUM_WARPS and the kernels recompute the row scaled by
 // 2^-64. Half of the cases take head size 128 or 256, where the rare path's row loop runs
 // exactly HEAD_SIZE / 128 times (gen_head_size draws them 2 in 9). Catches o / inv for
-// o * inv in the epsilon branch of either path (attention_phases.cuh 371:37 rare, 417:27
+// o * inv in the epsilon branch of either path (attention_phases.cuh 387:37 rare, 433:27
 // normal; before the kernel was split into phases, attention_kernel.cuh 317:37 and 350:23)
-// and the rare path's loop running one row chunk past o_row (351:37, was 313:37): run against each
+// and the rare path's loop running one row chunk past o_row (367:37, was 313:37): run against each
 // mutant once, each failed (property_tests/README.md, "Measured").
 PAGEDATTN_PROPERTY(prop_numerics_choices_within_bound, 100) {
   Spec s = *gen_spec();
