@@ -170,6 +170,10 @@ std::size_t descr_itemsize(const std::string& descr, const std::string& origin) 
 }
 
 std::int64_t Array::numel() const {
+  // Any zero extent makes the array empty; checked first so that the product of the other
+  // extents is never formed (parse() bounds only what it could have to allocate).
+  for (std::int64_t d : shape)
+    if (d == 0) return 0;
   std::int64_t n = 1;
   for (std::int64_t d : shape) n *= d;
   return n;
@@ -219,14 +223,25 @@ Array parse(const std::vector<unsigned char>& bytes, const std::string& origin) 
          "(save np.ascontiguousarray(x))");
   }
   const std::size_t item = descr_itemsize(a.descr, origin);
-  // Guard the byte count against overflow before comparing it with the file size.
+  // Guard the byte count against overflow before comparing it with the file size. As numpy
+  // does, the product of the non-zero extents must fit too (numel() is an int64), even when a
+  // zero extent makes the array empty: a (2^40, 2^40, 0) header is rejected, not wrapped.
   std::size_t want = item;
+  std::int64_t extent_product = 1;
+  bool empty = false;
   for (std::int64_t d : a.shape) {
-    if (d != 0 && want > std::numeric_limits<std::size_t>::max() / static_cast<std::size_t>(d)) {
+    if (d == 0) {
+      empty = true;
+      continue;
+    }
+    if (extent_product > std::numeric_limits<std::int64_t>::max() / d ||
+        want > std::numeric_limits<std::size_t>::max() / static_cast<std::size_t>(d)) {
       fail(origin, "shape " + a.shape_string() + " is too large");
     }
+    extent_product *= d;
     want *= static_cast<std::size_t>(d);
   }
+  if (empty) want = 0;
   const std::size_t have = bytes.size() - prefix - header_len;
   if (have != want) {
     fail(origin, std::string(have < want ? "truncated data" : "trailing bytes after the data") +

@@ -132,12 +132,30 @@ TEST(Npy, MalformedHeadersAreNamedErrors) {
        "trailing bytes"},
       {bytes_of("{'descr': '<f4', 'fortran_order': Maybe, 'shape': (1,), }\n", 1, 4),
        "True or False"},
+      // Found by fuzz_npy: the non-zero extents overflow int64 although a zero one makes the
+      // array empty; numel() used to wrap (signed overflow) instead of the header being refused.
+      {bytes_of("{'descr': '|u1', 'fortran_order': False, "
+                "'shape': (22122212320, 22221232, 22, 0, 22), }\n",
+                1, 0),
+       "too large"},
+      {bytes_of("{'descr': '<f4', 'fortran_order': False, "
+                "'shape': (4294967296, 4294967296), }\n",
+                1, 0),
+       "too large"},
   };
   for (const Case& c : cases) {
     const std::string e = error_of(c.bytes);
     EXPECT_NE(e.find("t.npy: "), std::string::npos) << e;
     EXPECT_NE(e.find(c.expect), std::string::npos) << "want '" << c.expect << "' in: " << e;
   }
+}
+
+TEST(Npy, EmptyArraysHaveNoElements) {
+  const npy::Array a =
+      npy::parse(bytes_of("{'descr': '<f4', 'fortran_order': False, 'shape': (7, 0, 3), }\n"),
+                 "t.npy");
+  EXPECT_EQ(a.numel(), 0);
+  EXPECT_TRUE(a.data.empty());
 }
 
 TEST(Npy, MissingFileNamesThePath) {
