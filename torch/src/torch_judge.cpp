@@ -15,6 +15,7 @@
 
 #include "emu/profile.h"
 #include "judge.h"
+#include "torch_dtype.h"
 
 namespace pagedattn_torch {
 namespace {
@@ -39,18 +40,12 @@ void expect_shape(const at::Tensor& t, const char* name, const std::vector<std::
 }
 
 pagedattn::DType scalar_of(const at::Tensor& q) {
-  switch (q.scalar_type()) {
-    case at::kFloat:
-      return pagedattn::DType::f32;
-    case at::kHalf:
-      return pagedattn::DType::f16;
-    case at::kBFloat16:
-      return pagedattn::DType::bf16;
-    default:
-      TORCH_CHECK_TYPE(false, "pagedattn.judge: query must have dtype float32, float16 or ",
-                       "bfloat16, got ", q.scalar_type());
-  }
-  return pagedattn::DType::f32;
+  const c10::optional<pagedattn::DType> d = library_dtype(q.scalar_type());
+  const bool scalar = d && (*d == pagedattn::DType::f32 || *d == pagedattn::DType::f16 ||
+                            *d == pagedattn::DType::bf16);
+  TORCH_CHECK_TYPE(scalar, "pagedattn.judge: query must have dtype float32, float16 or ",
+                   "bfloat16, got ", q.scalar_type());
+  return *d;
 }
 
 // Whether kv_cache_dtype names an fp8 cache (uint8 bytes); refuses an unknown name.

@@ -15,6 +15,7 @@
 #include "emu/profile.h"
 #include "pagedattn/version_select.h"
 #include "torch_bridge.h"
+#include "torch_dtype.h"
 
 namespace pagedattn_torch {
 namespace {
@@ -24,22 +25,10 @@ namespace {
 char g_empty_storage;
 
 pagedattn::DType dtype_of(const at::Tensor& t, const char* name, const char* allowed) {
-  switch (t.scalar_type()) {
-    case at::kFloat:
-      return pagedattn::DType::f32;
-    case at::kHalf:
-      return pagedattn::DType::f16;
-    case at::kBFloat16:
-      return pagedattn::DType::bf16;
-    case at::kByte:
-      return pagedattn::DType::u8;
-    case at::kInt:
-      return pagedattn::DType::i32;
-    default:
-      TORCH_CHECK_TYPE(false, "pagedattn: ", name, " must have dtype ", allowed, ", got ",
-                       t.scalar_type());
-  }
-  return pagedattn::DType::f32;  // unreachable
+  const c10::optional<pagedattn::DType> d = library_dtype(t.scalar_type());
+  TORCH_CHECK_TYPE(d.has_value(), "pagedattn: ", name, " must have dtype ", allowed, ", got ",
+                   t.scalar_type());
+  return *d;
 }
 
 // Every tensor on one device, so no kernel reads host memory as device memory.
