@@ -25,7 +25,7 @@ struct CaseResult {
   int partition_size = 0;    // V2 only (0 for V1: reported as null)
   bool alibi = false;
   std::uint64_t seed = 0;
-  std::string exp_mode;  // "exact_host", "random", "up", "down"
+  std::string exp_mode;  // "exact_host", "random", "up", "down", "adversarial"
   int exp_max_ulp = 0;
   std::uint64_t exp_seed = 0;
   // The profile's stated __expf accuracy a + b|x| ulps (a < 0: unknown).
