@@ -157,8 +157,8 @@ std::vector<CaseResult> run_inputs(const Config& c, const testing::Case& in, con
     auto it = adversaries.find(P);
     if (it == adversaries.end()) {
       it = adversaries
-               .emplace(P, testing::AdversarialExp(in, bound_magnitudes.get(),
-                                                   reference.get().value, P))
+               .emplace(
+                   P, testing::AdversarialExp(in, bound_magnitudes.get(), reference.get().value, P))
                .first;
     }
     return it->second;
