@@ -303,6 +303,11 @@ std::vector<CaseResult> run_inputs(const Config& c, const testing::Case& in, con
       const std::vector<double> bounds =
           testing::element_bounds(in, magnitudes, bound_cases[i], exact.value, exact.value_err);
       r.metrics = compute_metrics(in.scalar, outputs[i].data(), exact.value, exact.bits, &bounds);
+      if (r.metrics->worst_element >= 0) {
+        r.worst_bound = testing::element_bound_parts(
+            in, magnitudes, bound_cases[i], exact.value, exact.value_err,
+            static_cast<std::size_t>(r.metrics->worst_element));
+      }
       const std::string f = first_nonfinite_output("out", in.scalar, outputs[i].data(), S, H, D);
       if (!f.empty()) r.findings.push_back("non-finite output " + f);
     }

@@ -11,6 +11,7 @@
 #include "pagedattn_audit/inputs.h"
 #include "pagedattn_audit/metrics.h"
 #include "pagedattn/params.h"
+#include "pagedattn_bound/bound.h"
 
 namespace pagedattn::audit {
 
@@ -36,6 +37,8 @@ struct CaseResult {
   bool launched = false;
   std::string reason;              // why it did not launch; "" when launched
   std::optional<Metrics> metrics;  // when launched
+  // The proven bound's parts at the element of err_over_bound (launched rows with an error).
+  std::optional<bound::Bound> worst_bound;
   // Theorem kernel_error_bound (proofs/error_bound.md), read from `metrics`: the largest
   // per-element bound, and max over elements of |out - exact| / that element's bound.
   std::optional<double> bound() const { return metrics ? metrics->bound : std::nullopt; }
