@@ -120,7 +120,8 @@ void reduce_property(const Reducer& reduce) {
       const double want = all_empty ? 0.0 : rb.exact[d];
       const double err = std::fabs(r[d] - want);
       const double ratio = err == 0 ? 0 : err / rb.bound[d];
-      observe(ratio, "reduce of arbitrary states");
+      observe(ratio, "reduce of arbitrary states",
+              std::string(testing::traits(out).short_name) + "/reduce/ours");
       if (!(ratio <= 1)) {
         RC_FAIL("arbitrary states: d " + std::to_string(d) + " got " + std::to_string(r[d]) +
                 " exact " + std::to_string(want) + " bound " + std::to_string(rb.bound[d]) +
@@ -173,7 +174,7 @@ PAGEDATTN_PROPERTY(prop_reduce_underflow_allowance, 100) {
   int needed = 0;
   for (int d = 0; d < D; ++d) {
     const double err = std::fabs(r[d] - rb.exact[d]);
-    observe(err == 0 ? 0 : err / rb.bound[d], "reduce with subnormal weights");
+    observe(err == 0 ? 0 : err / rb.bound[d], "reduce with subnormal weights", "f32/reduce/ours");
     if (!(err <= rb.bound[d])) {
       RC_FAIL("d " + std::to_string(d) + " got " + std::to_string(r[d]) + " exact " +
               std::to_string(rb.exact[d]) + " bound " + std::to_string(rb.bound[d]) +
