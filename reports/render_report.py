@@ -390,7 +390,9 @@ def tightness_section(body, md, out, t, inputs, current):
             body.append(f"<p>fp32 target (bound within {fmt(tg['bound_over_worst_at_most'])}x of "
                         f"the worst error), {r['kernel']}: "
                         f"{'met' if tg['met'] else 'not met, short by ' + fmt(tg['short_by']) + 'x'}"
-                        "</p>")
+                        f" over the campaign and the audit; on the audit's grid alone the bound "
+                        f"is {fmt(tg.get('audit_bound_over_worst'))}x its worst error "
+                        f"(largest term there: {html.escape(str(r.get('dominant_term')))})</p>")
     ok, cap = rp.tightness_plot(out, t)
     body.append(figure(out, "tightness", cap) if ok else na("tightness distributions"))
     md.append("## Tightness\n\n" + ("(stale) " if stale else "") + md_table(TIGHT_COLS, rows))

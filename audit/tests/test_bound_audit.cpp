@@ -43,6 +43,16 @@ Config base() {
   return c;
 }
 
+// base() on one profile, dtype, distribution and numerics selection.
+Config one(const char* profile, const char* dtype, const char* distribution, const char* numerics) {
+  Config c = base();
+  c.profiles = {profile};
+  c.dtypes = {dtype};
+  c.distributions = {distribution};
+  c.numerics = numerics;
+  return c;
+}
+
 // Every distribution (large logits, near ties, dominant tokens, fp16-max values, NaN tails),
 // ALiBi on, both warp widths, each of vLLM's choices against its own bound, and an exp
 // wrong by 4 ulps always upward (the systematic bias the bound's exp term must cover).
@@ -99,11 +109,7 @@ TEST(BoundAudit, WorstRowsReachTheirBound) {
 // normal logits, though each row stays within vLLM's own bound. The comparison is the
 // row's largest error against our largest element bound, so > 1 is a certain violation.
 TEST(BoundAudit, VllmNumericsExceedOurBound) {
-  Config c = base();
-  c.profiles = {"bi-v100"};
-  c.dtypes = {"bf16"};
-  c.distributions = {"normal"};
-  c.numerics = "both";
+  Config c = one("bi-v100", "bf16", "normal", "both");
   c.seq_lens = {1000};
   c.partition_sizes = {512};
   c.num_heads = {32};
@@ -134,11 +140,7 @@ TEST(BoundAudit, VllmNumericsExceedOurBound) {
 // 0.16x and 0.54x). Not caught: one that reads every row's directions from row 0 (the
 // worst row is still pushed; the mean error drops by about a quarter).
 TEST(BoundAudit, AdversarialExpErrsMoreThanRandomOrUp) {
-  Config c = base();
-  c.profiles = {"h200"};
-  c.dtypes = {"f32"};
-  c.distributions = {"vllm_uniform"};
-  c.numerics = "ours";
+  Config c = one("h200", "f32", "vllm_uniform", "ours");
   c.exp_ulps = {64};
   std::map<std::string, std::map<std::string, double>> err;  // [mode][kernel]
   for (const char* mode : {"random", "up", "adversarial"}) {
