@@ -24,9 +24,12 @@ struct ExpModelScope {
 
 // One sequence, one head (testing::AdversarialExp, shared with `pagedattn audit --exp-mode
 // adversarial`), any other dimension; V1 and V2 with
-// the exp 1, 2 or 4 ulps off toward the output-moving direction on the element of largest
-// sum_i p_i |v_i - y|, judged with the bound for exactly that exp model
-// (ExpAccuracy::emulator(k): the tightest the model allows).
+// the exp 1, 2, 4 or 64 ulps off toward the output-moving direction on the element of
+// largest sum_i p_i |v_i - y|, judged with the bound for exactly that exp model
+// (ExpAccuracy::emulator(k): the tightest the model allows). 64 ulps makes the exp's error
+// the largest part of an f32 output's: a bound without its exp term (ExpAccuracy{0.5, 0})
+// passes 500 cases of 1-4 ulps (the final rounding and the logits' term absorb them) and
+// fails with 64 (tried once each).
 PAGEDATTN_PROPERTY(prop_adversarial_exp, 100) {
   Limits lim;
   lim.max_seqs = 1;
@@ -34,7 +37,7 @@ PAGEDATTN_PROPERTY(prop_adversarial_exp, 100) {
   lim.max_gqa = 1;
   Spec s = *gen_spec(lim);
   if (s.seq_lens[0] == 0) s.seq_lens[0] = 1;
-  const int k = *rc::gen::element(1, 2, 4);
+  const int k = *rc::gen::element(1, 2, 4, 64);
   const testing::Judge judge(build(s));
   const Case& c = judge.input();
   const Options opt = s.options();
