@@ -3,7 +3,9 @@
 // JSON summary per shard; --merge folds shard summaries into one (out/properties/
 // campaign.json, the schema the report reads). README.md shows Slurm and GNU parallel.
 //
-// Per property a shard records cases, discards, failures, cases/s, and the worst
+// Per property a shard records cases, discards, failures, cases/s, the distribution of the
+// kernel outputs' err_over_bound per dtype/kernel/numerics tag (err_over_bound_by_tag,
+// RatioHistogram in harness.h; summed by --merge), and the worst
 // err_over_bound any case reached (properties call observe()), with that case and a
 // RapidCheck reproduce string: the campaign replays the same seed without shrinking
 // until the first case at least that bad, and RapidCheck reports it as a failure of
@@ -47,13 +49,39 @@ std::uint64_t mix(std::uint64_t x) {
   return x ^ (x >> 31);
 }
 
+// A histogram as JSON: bins[i] counts err/bound in [10^(lo + i / per), 10^(lo + (i + 1) / per)).
+json histogram_json(const RatioHistogram& h) {
+  return {{"zero", h.zero},
+          {"below", h.below},
+          {"over", h.over},
+          {"log10_low", RatioHistogram::kLowDecade},
+          {"bins_per_decade", RatioHistogram::kPerDecade},
+          {"bins", h.bins},
+          {"worst", h.worst}};
+}
+RatioHistogram histogram_of(const json& j) {
+  RatioHistogram h;
+  h.zero = j.at("zero");
+  h.below = j.at("below");
+  h.over = j.at("over");
+  h.bins = j.at("bins").get<std::vector<long>>();
+  h.worst = j.at("worst");
+  if (h.bins.size() != static_cast<std::size_t>(RatioHistogram::kBins) ||
+      j.at("log10_low") != RatioHistogram::kLowDecade ||
+      j.at("bins_per_decade") != RatioHistogram::kPerDecade)
+    throw std::runtime_error("--merge: a histogram with other bins");
+  return h;
+}
+
 json run_one(const PropertyDef& def, std::uint64_t seed, int cases, const std::string& shard) {
   double worst = -1;
+  std::map<std::string, RatioHistogram> by_tag;  // over the passing cases
   PropertyDef tracked{def.name,
-                      [&def, &worst] {
+                      [&def, &worst, &by_tag] {
                         observation() = {};
                         def.body();
                         worst = std::max(worst, observation().worst);
+                        for (const auto& [tag, h] : observation().by_tag) by_tag[tag].add(h);
                       },
                       cases};
   const RunResult r = run_property(tracked, seed, cases);
@@ -67,7 +95,9 @@ json run_one(const PropertyDef& def, std::uint64_t seed, int cases, const std::s
               {"cases_per_s", r.seconds > 0 ? r.cases / r.seconds : 0.0},
               {"worst_err_over_bound", nullptr},
               {"worst_case", nullptr},
-              {"reproduce", nullptr}};
+              {"reproduce", nullptr},
+              {"err_over_bound_by_tag", json::object()}};
+  for (const auto& [tag, h] : by_tag) row["err_over_bound_by_tag"][tag] = histogram_json(h);
   if (!r.passed) {
     row["worst_case"] = r.message;
     row["reproduce"] = r.reproduce;
@@ -155,7 +185,10 @@ json merge(const std::vector<std::string>& files) {
               {"failures", 0},         {"seconds", 0.0},      {"worst_err_over_bound", nullptr},
               {"worst_case", nullptr}, {"reproduce", nullptr}};
     const json* pick = nullptr;  // a failure first, else the largest worst_err_over_bound
+    std::map<std::string, RatioHistogram> by_tag;
     for (const json& p : rows[name]) {
+      const json tags = p.value("err_over_bound_by_tag", json::object());
+      for (const auto& [tag, h] : tags.items()) by_tag[tag].add(histogram_of(h));
       m["cases"] = m["cases"].get<long>() + p.at("cases").get<long>();
       m["discards"] = m["discards"].get<long>() + p.at("discards").get<long>();
       m["failures"] = m["failures"].get<long>() + p.at("failures").get<long>();
@@ -174,6 +207,8 @@ json merge(const std::vector<std::string>& files) {
     if (pick) {
       for (const char* k : {"worst_err_over_bound", "worst_case", "reproduce"}) m[k] = (*pick)[k];
     }
+    m["err_over_bound_by_tag"] = json::object();
+    for (const auto& [tag, h] : by_tag) m["err_over_bound_by_tag"][tag] = histogram_json(h);
     // Throughput of one core: total cases over the shards' summed time.
     const double sec = m["seconds"].get<double>();
     m["cases_per_s"] = sec > 0 ? m["cases"].get<double>() / sec : 0.0;

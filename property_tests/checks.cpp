@@ -3,11 +3,18 @@
 namespace pagedattn::prop {
 
 Outputs run(const Case& c, Kernel kernel, const Options& options, const std::string& profile) {
+  const NumericsChoices ch = effective_choices(options);
+  const int n = ch.partials_in_output_dtype + ch.epsilon_denominator + ch.round_probabilities;
+  output_tag() = std::string(testing::traits(c.scalar).short_name) + "/" + kernel_name(kernel) +
+                 "/" +
+                 (n == 0   ? "ours"
+                  : n == 3 ? "vllm"
+                           : "mixed");
   return testing::run_kernel(c, kernel, profile, options);
 }
 
 void assert_within(const Verdict& v, const std::string& what) {
-  observe(v.worst, what + ": " + v.where);
+  observe(v.worst, what + ": " + v.where, output_tag());
   if (!(v.worst <= 1.0))
     RC_FAIL(what + ": error/bound " + std::to_string(v.worst) + " at " + v.where);
 }

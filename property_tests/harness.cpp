@@ -175,12 +175,40 @@ Observation& observation() {
   static thread_local Observation o;
   return o;
 }
-void observe(double r, const std::string& what) {
+void observe(double r, const std::string& what, const std::string& tag) {
   Observation& o = observation();
   if (r > o.worst) {
     o.worst = r;
     o.what = what;
   }
+  if (!tag.empty()) o.by_tag[tag].add(r);
+}
+std::string& output_tag() {
+  static thread_local std::string t;
+  return t;
+}
+
+void RatioHistogram::add(double r) {
+  if (!(r <= worst)) worst = r;
+  if (r == 0) {
+    ++zero;
+  } else if (!(r <= 1)) {
+    ++over;
+  } else {
+    const int b = static_cast<int>(std::floor((std::log10(r) - kLowDecade) * kPerDecade));
+    if (b < 0) {
+      ++below;
+    } else {
+      ++bins[static_cast<std::size_t>(std::min(b, kBins - 1))];
+    }
+  }
+}
+void RatioHistogram::add(const RatioHistogram& h) {
+  zero += h.zero;
+  below += h.below;
+  over += h.over;
+  for (int i = 0; i < kBins; ++i) bins[i] += h.bins[i];
+  if (!(h.worst <= worst)) worst = h.worst;
 }
 
 }  // namespace pagedattn::prop

@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 #include <ostream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -83,12 +84,28 @@ std::vector<double> element_bounds(const Case& c, Kernel kernel, const Options& 
 // Outputs that can be compared bit for bit.
 bool same_bits(const std::vector<std::uint8_t>& a, const std::vector<std::uint8_t>& b);
 
-// Records the worst err_over_bound a property saw, for campaigns (campaign.cpp reads it).
-void observe(double err_over_bound, const std::string& what);
+// The distribution of err_over_bound for campaigns (the tightness figures): counts in
+// quarter decades of log10 from 1e-8 to 1, with exact zeros, (0, 1e-8) and > 1 apart.
+struct RatioHistogram {
+  static constexpr int kLowDecade = -8, kPerDecade = 4, kBins = -kLowDecade * kPerDecade;
+  long zero = 0, below = 0, over = 0;
+  std::vector<long> bins = std::vector<long>(kBins, 0);
+  double worst = 0;
+  void add(double r);
+  void add(const RatioHistogram& h);
+};
+
+// Records the worst err_over_bound a property saw, for campaigns (campaign.cpp reads it),
+// and, with a tag ("<dtype>/<kernel>/<numerics>", e.g. "f32/v2/ours"), adds it to that
+// tag's distribution.
+void observe(double err_over_bound, const std::string& what, const std::string& tag = "");
 struct Observation {
   double worst = -1;
   std::string what;
+  std::map<std::string, RatioHistogram> by_tag;
 };
 Observation& observation();
+// The tag assert_within gives kernel outputs: set by run() (checks.h) for each launch.
+std::string& output_tag();
 
 }  // namespace pagedattn::prop

@@ -359,6 +359,45 @@ def targets_section(body, md, t, inputs):
 
 
 
+TIGHT_COLS = [("dtype", "dtype"), ("kernel", "kernel"), ("numerics", "numerics"),
+              ("worst", "worst error / bound"), ("bound_over_worst", "bound / worst error"),
+              ("audit_worst", "audit worst"), ("audit_calls", "audit calls"),
+              ("campaign_worst", "campaign worst"), ("campaign_outputs", "campaign outputs"),
+              ("dominant_term", "largest term at the audit's worst")]
+
+
+def tightness_section(body, md, out, t, inputs, current):
+    """How close the proven bound is to the errors seen (reports/tightness.py's JSON): the
+    worst err/bound per dtype x kernel x numerics over the audit's full grid and a property
+    campaign, the fp32 target, and the distributions, not only the maxima."""
+    body.append("<h3>Tightness: error / bound per dtype and kernel</h3>")
+    if not (t and isinstance(t.get("rows"), list)):
+        body.append(na(f"tightness ({inputs.get('tightness')})"))
+        return
+    stale, text = freshness(t.get("provenance"), current)
+    body.append(f'<p class="{"stale" if stale else "prov"}">{html.escape(text)}</p>')
+    rows = [dict(r, audit_worst=r["audit"]["worst"], audit_calls=r["audit"]["calls"],
+                 campaign_worst=r["campaign"]["worst"],
+                 campaign_outputs=r["campaign"]["outputs"]) for r in t["rows"]]
+    c = t.get("campaign", {})
+    body.append(f"<p>Audit: {len(t.get('audit_commands', []))} runs of the full grid "
+                f"(<code>{html.escape((t.get('audit_commands') or ['?'])[0])}</code> and the other "
+                f"caches and exp models); campaign: {fmt(c.get('cases'))} cases, seed "
+                f"{html.escape(str(c.get('seed')))}.</p>" + html_table(TIGHT_COLS, rows))
+    for r in t["rows"]:
+        tg = r.get("target")
+        if tg:
+            body.append(f"<p>fp32 target (bound within {fmt(tg['bound_over_worst_at_most'])}x of "
+                        f"the worst error), {r['kernel']}: "
+                        f"{'met' if tg['met'] else 'not met, short by ' + fmt(tg['short_by']) + 'x'}"
+                        f" over the campaign and the audit; on the audit's grid alone the bound "
+                        f"is {fmt(tg.get('audit_bound_over_worst'))}x its worst error "
+                        f"(largest term there: {html.escape(str(r.get('dominant_term')))})</p>")
+    ok, cap = rp.tightness_plot(out, t)
+    body.append(figure(out, "tightness", cap) if ok else na("tightness distributions"))
+    md.append("## Tightness\n\n" + ("(stale) " if stale else "") + md_table(TIGHT_COLS, rows))
+
+
 def main():
     if len(sys.argv) != 2:
         print(__doc__, file=sys.stderr)
@@ -374,6 +413,7 @@ def main():
     campaign = load_json(inputs.get("campaign", "")) if inputs.get("campaign") else None
     mutation = load_json(inputs.get("mutation", "")) if inputs.get("mutation") else None
     fresh = load_json(inputs["campaign_fresh"]) if inputs.get("campaign_fresh") else None
+    tightness = load_json(inputs["tightness"]) if inputs.get("tightness") else None
     gpu = data.get("gpu")
     current, against = checkout_provenance(data)
     ec = data.get("emulator_checks")
@@ -445,6 +485,7 @@ def main():
             body.append(figure(out, f"bound_{dt}", cap))
     else:
         body.append(na("error / bound (these audit rows carry no bound: none was launched)"))
+    tightness_section(body, md, out, tightness, inputs, current)
     head = [r for r in rows if r["seq_len"] == 100000 and r["num_heads"] == 32]
     if head:
         cols = [("profile", "profile"), ("kernel", "kernel"), ("numerics", "numerics"),

@@ -5,5 +5,6 @@ set(PAGEDATTN_TESTING_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/src/formats.cpp ${CMAKE_CURRENT_LIST_DIR}/src/case.cpp
   ${CMAKE_CURRENT_LIST_DIR}/src/uniform_case.cpp ${CMAKE_CURRENT_LIST_DIR}/src/run.cpp
   ${CMAKE_CURRENT_LIST_DIR}/src/judge.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/src/magnitudes.cpp)
+  ${CMAKE_CURRENT_LIST_DIR}/src/magnitudes.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/src/adversarial_exp.cpp)
 set(PAGEDATTN_TESTING_INCLUDE ${CMAKE_CURRENT_LIST_DIR}/include)

@@ -143,7 +143,9 @@ const std::vector<KeyInfo>& keys() {
        "each single vLLM choice alone (vllm_partials_only, vllm_epsilon_only, "
        "vllm_round_p_only) and vllm (default both)"},
       {"exp-ulp", "K[,K...]", "exp model: __expf wrong by up to K ulps, 0..1000 (default 0)"},
-      {"exp-mode", "random|up|down", "direction of the exp error (default random)"},
+      {"exp-mode", "random|up|down|adversarial",
+       "direction of the exp error; adversarial: per token, the sign of v_i - y on each "
+       "row's most exposed element (default random)"},
       {"exp-seed", "S", "seed of the random exp model (default 0)"},
       {"backend", "emulator|cuda|both",
        "emulator, the native GPU, or both on the same inputs (cuda needs a build with nvcc "
@@ -236,7 +238,7 @@ void apply_key(Config& c, const std::string& raw_key, const std::string& v, cons
   } else if (key == "exp-ulp") {
     c.exp_ulps = int_list(w, v, 0, 1000, "an integer in [0, 1000]");
   } else if (key == "exp-mode") {
-    c.exp_mode = choice(w, v, {"random", "up", "down"});
+    c.exp_mode = choice(w, v, {"random", "up", "down", "adversarial"});
   } else if (key == "exp-seed") {
     c.exp_seed = static_cast<std::uint64_t>(
         to_int(w, v, 0, std::numeric_limits<long long>::max(), "an integer >= 0"));

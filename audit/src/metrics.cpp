@@ -53,7 +53,10 @@ Metrics compute_metrics(DType dtype, const void* out, const std::vector<double>&
       continue;
     }
     const double err = std::fabs(k - x);
-    if (bounds && err > 0) m.err_over_bound = std::max(*m.err_over_bound, b > 0 ? err / b : inf);
+    if (bounds && err > 0 && !((b > 0 ? err / b : inf) <= *m.err_over_bound)) {
+      m.err_over_bound = b > 0 ? err / b : inf;
+      m.worst_element = static_cast<std::int64_t>(i);
+    }
     sum += err;
     m.max_abs_err = std::max(m.max_abs_err, err);
     const double ulp = ulp_of(dtype, testing::decode(dtype, &rounded[i], 0));

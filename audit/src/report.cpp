@@ -133,6 +133,18 @@ std::string to_json(const std::vector<CaseResult>& cases, const std::string& com
     j["exact_nan_mismatch"] = m ? ordered_json(r.metrics->exact_nan_mismatch) : ordered_json();
     j["bound"] = r.bound() ? number(*r.bound()) : ordered_json();
     j["err_over_bound"] = r.err_over_bound() ? number(*r.err_over_bound()) : ordered_json();
+    if (r.worst_bound) {
+      const bound::Bound& b = *r.worst_bound;
+      j["worst_bound_parts"] = {{"element", r.metrics->worst_element},
+                                {"softmax", number(b.softmax)},
+                                {"sums", number(b.sums)},
+                                {"tail", number(b.tail)},
+                                {"absolute", number(b.absolute)},
+                                {"final_rounding", number(b.final_rounding)},
+                                {"total", number(b.total)}};
+    } else {
+      j["worst_bound_parts"] = ordered_json();
+    }
     j["findings"] = r.findings;
     j["time_s"] = r.time_s;
     j["ref_time_s"] = r.ref_time_s;

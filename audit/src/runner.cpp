@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <future>
+#include <map>
 
 #include "emu/checks.h"
 #include "emu/device_math.h"
@@ -15,6 +16,7 @@
 #include "pagedattn/api.h"
 #include "pagedattn/resources.h"
 #include "pagedattn_ref/reference.h"
+#include "pagedattn_testing/adversarial_exp.h"
 #include "pagedattn_testing/judge.h"
 #if PAGEDATTN_AUDIT_CUDA
 #include "native.h"
@@ -37,6 +39,8 @@ const char* mode_name(emu::math::ExpModel::Mode m) {
       return "up";
     case emu::math::ExpModel::Mode::down:
       return "down";
+    case emu::math::ExpModel::Mode::adversarial:
+      return "adversarial";
     default:
       return "exact_host";
   }
@@ -134,14 +138,31 @@ std::vector<CaseResult> run_inputs(const Config& c, const testing::Case& in, con
 #endif
   const auto t_ref = std::chrono::steady_clock::now();
   double ref_time = 0;
-  auto reference = std::async(std::launch::async, [&] {
+  const std::shared_future<ref::Output> reference = std::async(std::launch::async, [&] {
     ref::Output r = testing::exact(in);
     ref_time = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_ref).count();
     return r;
   });
 
   // The exact magnitudes the bound takes (kernel_error_bound), also beside the kernels.
-  auto bound_magnitudes = std::async(std::launch::async, [&] { return testing::magnitudes(in); });
+  const std::shared_future<testing::Magnitudes> bound_magnitudes =
+      std::async(std::launch::async, [&] { return testing::magnitudes(in); });
+  // --exp-mode adversarial needs both before its launches (the directions come from the
+  // exact output); one adversary per partition size.
+  const bool adversarial =
+      c.exp_mode == "adversarial" &&
+      std::any_of(c.exp_ulps.begin(), c.exp_ulps.end(), [](int k) { return k > 0; });
+  std::map<int, testing::AdversarialExp> adversaries;
+  auto adversary = [&](int P) -> const testing::AdversarialExp& {
+    auto it = adversaries.find(P);
+    if (it == adversaries.end()) {
+      it = adversaries
+               .emplace(
+                   P, testing::AdversarialExp(in, bound_magnitudes.get(), reference.get().value, P))
+               .first;
+    }
+    return it->second;
+  };
 
   const std::int64_t S = in.num_seqs, H = in.num_heads, D = in.head_size;
   const AttentionCall inputs = in.call();
@@ -163,7 +184,9 @@ std::vector<CaseResult> run_inputs(const Config& c, const testing::Case& in, con
           for (int k : c.exp_ulps) {
             CaseResult r = describe_case(in, origin, kernel, prof.name, c.backend, P, num.name);
             emu::math::ExpModel em;
-            if (k > 0) {
+            if (k > 0 && adversarial) {
+              em = adversary(P).model(k);
+            } else if (k > 0) {
               em.mode = c.exp_mode == "up"     ? emu::math::ExpModel::Mode::up
                         : c.exp_mode == "down" ? emu::math::ExpModel::Mode::down
                                                : emu::math::ExpModel::Mode::random;
@@ -269,9 +292,9 @@ std::vector<CaseResult> run_inputs(const Config& c, const testing::Case& in, con
   }
 #endif
 
-  const testing::Magnitudes magnitudes = bound_magnitudes.get();
+  const testing::Magnitudes& magnitudes = bound_magnitudes.get();
   const std::string input_finding = first_nonfinite_input(in);
-  const ref::Output exact = reference.get();
+  const ref::Output& exact = reference.get();
   for (std::size_t i = 0; i < results.size(); ++i) {
     CaseResult& r = results[i];
     r.ref_time_s = ref_time;
@@ -280,6 +303,11 @@ std::vector<CaseResult> run_inputs(const Config& c, const testing::Case& in, con
       const std::vector<double> bounds =
           testing::element_bounds(in, magnitudes, bound_cases[i], exact.value, exact.value_err);
       r.metrics = compute_metrics(in.scalar, outputs[i].data(), exact.value, exact.bits, &bounds);
+      if (r.metrics->worst_element >= 0) {
+        r.worst_bound = testing::element_bound_parts(
+            in, magnitudes, bound_cases[i], exact.value, exact.value_err,
+            static_cast<std::size_t>(r.metrics->worst_element));
+      }
       const std::string f = first_nonfinite_output("out", in.scalar, outputs[i].data(), S, H, D);
       if (!f.empty()) r.findings.push_back("non-finite output " + f);
     }

@@ -51,6 +51,15 @@ TEST(Config, NumericsAblationIsAChoice) {
   EXPECT_NE(usage_message({"--numerics", "fast"}).find("ablation"), std::string::npos);
 }
 
+// Catches: adversarial missing from the accepted modes or from the usage error's list.
+TEST(Config, ExpModeAdversarialIsAChoice) {
+  bool help = false;
+  EXPECT_EQ(parse_command_line({"--exp-mode", "adversarial"}, &help).exp_mode, "adversarial");
+  EXPECT_NE(usage_message({"--exp-mode", "sideways"})
+                .find("--exp-mode must be one of {random, up, down, adversarial}, got 'sideways'"),
+            std::string::npos);
+}
+
 TEST(Config, BadFlagsNameFlagAndAllowedValues) {
   EXPECT_NE(usage_message({"--num-head", "3"}).find("unknown flag '--num-head"), std::string::npos);
   const std::string m = usage_message({"--head-size", "100"});

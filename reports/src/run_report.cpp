@@ -177,6 +177,7 @@ int run_report(const ReportOptions& o) {
   data["inputs"] = {
       {"campaign", (fs::path(o.properties_dir) / "campaign.json").string()},
       {"mutation", (fs::path(o.properties_dir) / "mutation.json").string()},
+      {"tightness", (fs::path(o.properties_dir) / "tightness.json").string()},
       {"campaign_fresh", o.fresh_campaign},
       {"gpu_dir", o.gpu_dir},
       {"targets_dir", o.targets_dir},

@@ -52,9 +52,13 @@ def render(tmp, with_inputs, gpu_dry=False):
                 j["properties"] = j["properties"][:1]
                 j["properties"][0]["cases"] = 123
             json.dump(j, open(os.path.join(inp, name + ".json"), "w"))
+        t = json.load(open(os.path.join(fixture, "tightness.json")))
+        t["provenance"] = OLD  # the committed tightness of older kernels: marked stale
+        json.dump(t, open(os.path.join(inp, "tightness.json"), "w"))
         data["inputs"] = {"campaign": os.path.join(inp, "campaign.json"),
                           "campaign_fresh": os.path.join(inp, "fresh.json"),
                           "mutation": os.path.join(inp, "mutation.json"),
+                          "tightness": os.path.join(inp, "tightness.json"),
                           "gpu_dir": os.path.join(tmp, "gpu"),
                           "targets_dir": fixture}
         data["targets"] = json.load(open(os.path.join(fixture, "targets.json")))
@@ -71,6 +75,7 @@ def render(tmp, with_inputs, gpu_dry=False):
     else:
         data["inputs"] = {"campaign": os.path.join(tmp, "none", "campaign.json"),
                           "mutation": os.path.join(tmp, "none", "mutation.json"),
+                          "tightness": os.path.join(tmp, "none", "tightness.json"),
                           "gpu_dir": os.path.join(tmp, "none")}
         data["gpu"] = None
         data["targets"] = None
@@ -95,12 +100,12 @@ with tempfile.TemporaryDirectory() as tmp:
     out = render(tmp, True)
     page = open(os.path.join(out, "index.html")).read()
     for name in ("precision_f16", "precision_bf16", "bound_f16", "smem", "model_time_bi-v100", "model_time_h200",
-                 "speedup_bi-v100", "gpu_measured"):
+                 "speedup_bi-v100", "gpu_measured", "tightness"):
         for ext in ("png", "svg"):
             p = os.path.join(out, f"{name}.{ext}")
             check(os.path.exists(p) and os.path.getsize(p) > 1000, f"{name}.{ext} missing")
     imgs = re.findall(r'<img [^>]*src="([^"]*)"', page)
-    check(len(imgs) >= 9, f"expected 9 images, found {len(imgs)}")
+    check(len(imgs) >= 10, f"expected 10 images, found {len(imgs)}")
     check(all(s.startswith("data:image/png;base64,") for s in imgs), "an image is not embedded")
     check(page.count("<figcaption>") == len(imgs), "an image without a caption")
     check("prop_merge_comm" in page, "property campaign not rendered")
@@ -134,13 +139,22 @@ with tempfile.TemporaryDirectory() as tmp:
     check(bi and all("ran on every launch" in ln and "(stale)" not in ln for ln in bi),
           "bi-v100's checks: every launch, current")
     check("stale: from commit 0123456789" in page, "stale campaign section not marked")
+    # Catches: the tightness section missing, its table or its fp32 target not rendered, or
+    # a tightness JSON of older kernels not marked stale.
+    tight = page.split("Tightness: error / bound")[1].split("<h3>")[0] if \
+        "Tightness: error / bound" in page else ""
+    check("fp32 target" in tight and "<td>reduce</td>" in tight, "tightness table not rendered")
+    check("stale: from commit 0123456789" in tight, "tightness of older kernels not marked stale")
+    check("## Tightness" in summary and "| f32 | v1 | ours |" in summary,
+          "tightness not in summary.md")
 
 with tempfile.TemporaryDirectory() as tmp:
     out = render(tmp, False)
     page = open(os.path.join(out, "index.html")).read()
     check("property campaign, committed" not in page or "missing" in page,
           "a missing campaign shown with figures")
-    for section in ("property campaign", "mutation score", "GPU measurements", "error / bound"):
+    for section in ("property campaign", "mutation score", "GPU measurements", "error / bound",
+                    "tightness"):
         check(re.search(re.escape(section) + r"[^<]*: not available", page) is not None,
               f"missing input not reported as not available: {section}")
     check(not os.path.exists(os.path.join(out, "gpu_measured.png")), "GPU plot without data")

@@ -56,6 +56,18 @@ bound::KernelConfig kernel_config(const Case& c, const BoundSetup& s) {
   return k;
 }
 
+namespace {
+// Element j's magnitudes with |y| <= |exact| + exact_err (rounded up), or the magnitudes'
+// own bound if smaller.
+bound::ElementMagnitudes with_exact(const Magnitudes& m, const std::vector<double>& exact,
+                                    const std::vector<double>& exact_err, std::size_t j) {
+  bound::ElementMagnitudes el = m.elements[j];
+  if (std::isfinite(exact[j]))
+    el.abs_exact = std::min(el.abs_exact, bound::add_up(std::fabs(exact[j]), exact_err[j]));
+  return el;
+}
+}  // namespace
+
 std::vector<double> element_bounds(const Case& c, const Magnitudes& m, const BoundSetup& setup,
                                    const std::vector<double>& exact,
                                    const std::vector<double>& exact_err) {
@@ -66,15 +78,22 @@ std::vector<double> element_bounds(const Case& c, const Magnitudes& m, const Bou
     if (std::isnan(m.rows[r].spread)) continue;
     const bound::RowBound rb = bound::row_bound(k, m.rows[r]);  // the row's coefficients once
     for (std::size_t d = 0; d < D; ++d) {
-      const std::size_t j = r * D + d;
-      bound::ElementMagnitudes el = m.elements[j];
-      // |y| <= |exact| + exact_err (rounded up), or the magnitudes' own bound if smaller.
-      if (std::isfinite(exact[j]))
-        el.abs_exact = std::min(el.abs_exact, bound::add_up(std::fabs(exact[j]), exact_err[j]));
-      out[j] = bound::element_bound(rb, el).total;
+      out[r * D + d] = bound::element_bound(rb, with_exact(m, exact, exact_err, r * D + d)).total;
     }
   }
   return out;
+}
+
+bound::Bound element_bound_parts(const Case& c, const Magnitudes& m, const BoundSetup& setup,
+                                 const std::vector<double>& exact,
+                                 const std::vector<double>& exact_err, std::size_t j) {
+  const std::size_t r = j / static_cast<std::size_t>(c.head_size);
+  if (std::isnan(m.rows[r].spread)) {
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    return {nan, nan, nan, nan, nan, nan, nan};
+  }
+  return bound::element_bound(bound::row_bound(kernel_config(c, setup), m.rows[r]),
+                              with_exact(m, exact, exact_err, j));
 }
 
 std::vector<double> element_bounds(const Case& c, const BoundSetup& setup,

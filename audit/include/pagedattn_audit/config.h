@@ -34,9 +34,9 @@ struct Config {
   std::vector<int> exp_ulps{0};           // exp model: wrong by up to k ulps
 
   // How to run.
-  std::string kernel = "both";    // v1, v2, both
-  std::string numerics = "both";  // ours (Numerics::exact_fp32), vllm, both, ablation
-  std::string exp_mode = "random";
+  std::string kernel = "both";      // v1, v2, both
+  std::string numerics = "both";    // ours (Numerics::exact_fp32), vllm, both, ablation
+  std::string exp_mode = "random";  // random, up, down, adversarial (testing::AdversarialExp)
   std::uint64_t exp_seed = 0;
   std::string backend = "emulator";  // emulator, cuda, both
   int threads = 2;                   // emulator host threads

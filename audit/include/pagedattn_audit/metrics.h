@@ -24,6 +24,7 @@ struct Metrics {
   // largest bound over the compared elements, and max |out - exact| / bound over them
   // (<= 1: every element within its own bound). 0/0 counts 0, x/0 and non-finite +inf.
   std::optional<double> bound, err_over_bound;
+  std::int64_t worst_element = -1;  // the element of err_over_bound (-1: every error 0)
 };
 
 // The output format's ulp at a value of that format (|r| in its binade; 0 and subnormals:

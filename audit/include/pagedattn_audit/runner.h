@@ -11,6 +11,7 @@
 #include "pagedattn_audit/inputs.h"
 #include "pagedattn_audit/metrics.h"
 #include "pagedattn/params.h"
+#include "pagedattn_bound/bound.h"
 
 namespace pagedattn::audit {
 
@@ -25,7 +26,7 @@ struct CaseResult {
   int partition_size = 0;    // V2 only (0 for V1: reported as null)
   bool alibi = false;
   std::uint64_t seed = 0;
-  std::string exp_mode;  // "exact_host", "random", "up", "down"
+  std::string exp_mode;  // "exact_host", "random", "up", "down", "adversarial"
   int exp_max_ulp = 0;
   std::uint64_t exp_seed = 0;
   // The profile's stated __expf accuracy a + b|x| ulps (a < 0: unknown).
@@ -36,6 +37,8 @@ struct CaseResult {
   bool launched = false;
   std::string reason;              // why it did not launch; "" when launched
   std::optional<Metrics> metrics;  // when launched
+  // The proven bound's parts at the element of err_over_bound (launched rows with an error).
+  std::optional<bound::Bound> worst_bound;
   // Theorem kernel_error_bound (proofs/error_bound.md), read from `metrics`: the largest
   // per-element bound, and max over elements of |out - exact| / that element's bound.
   std::optional<double> bound() const { return metrics ? metrics->bound : std::nullopt; }

@@ -48,10 +48,15 @@ FoldConstants fold_constants(std::int64_t live, double e_exp, double G) {
 // output dtype. Empty states weigh 0 and are skipped, so the fold over the live states alone
 // is the same computation: fold_error is applied to that list (P = live).
 //
-// fold_error's hypotheses exclude underflow (the weight's product, every fma and the
-// quotient). The allowance for it, on paper (not machine-checked), in the model of
+// Underflow (the weight's product, every fma and the quotient), in the model of
 // proofs/error_bound.md section 1 with gradual underflow (fl(z) = z(1 + d) + e, |e| <= 2^-150, d e
-// = 0) and an exp flushed to zero below 2^-126 (|exp_hat - exp| <= e_exp exp + 2^-126): the
+// = 0) and an exp flushed to zero below 2^-126 (|exp_hat - exp| <= e_exp exp + 2^-126). Coq's
+// fold_error (LseRound.v, Fp.v's rnd with its underflow term, ee = 2^-126) proves the
+// absolute terms ws = (1 + u)^(P-1) sum_p [(1 + u) s_p ee + 2^-150], wo = (1 + u)^P sum_p
+// [(1 + u) s_p ee + 2^-150] |o_p| + P 2^-150 (1 + u)^P and the quotient's
+// (1 + u)(wo + ws (asum / sig)(1 + b) / (1 - g)) / (sig (1 - g) - ws) + 2^-150; the
+// allowance below is at least that (Z >= ws, Z max|o| + live 2^-150 (1 + u)^live >= wo,
+// 1 + result >= (1 + b) / (1 - g)), derived the same way: the
 // computed weight is w_p (1 + a_p) + z_p, |z_p| <= s_p 2^-126 (1 + u) + 2^-150, the fp32
 // additions of the total are exact when they underflow, each fma adds at most 2^-150; the
 // sums' later roundings multiply all of it by at most (1 + u)^live. So with
@@ -73,6 +78,7 @@ ReduceBounds reduce_bounds(Format out, const ExpAccuracy& exp, const StateRow& r
   ReduceBounds r;
   r.exact.assign(static_cast<std::size_t>(D), 0.0);
   r.bound.assign(static_cast<std::size_t>(D), 0.0);
+  r.underflow.assign(static_cast<std::size_t>(D), 0.0);
   const double nan = std::numeric_limits<double>::quiet_NaN();
   long double M = -INFINITY;
   std::int64_t live = 0;
@@ -87,6 +93,7 @@ ReduceBounds reduce_bounds(Format out, const ExpAccuracy& exp, const StateRow& r
   if (poisoned) {
     std::fill(r.exact.begin(), r.exact.end(), nan);
     std::fill(r.bound.begin(), r.bound.end(), nan);
+    std::fill(r.underflow.begin(), r.underflow.end(), nan);
     return r;
   }
   std::vector<long double> w(static_cast<std::size_t>(P), 0.0L);
@@ -121,7 +128,7 @@ ReduceBounds reduce_bounds(Format out, const ExpAccuracy& exp, const StateRow& r
       max_o = std::max(max_o, std::fabs(o));
     }
     if (bad) {
-      r.exact[d] = r.bound[d] = nan;
+      r.exact[d] = r.bound[d] = r.underflow[d] = nan;
       continue;
     }
     const double exact = static_cast<double>(acc / sig);
@@ -136,6 +143,7 @@ ReduceBounds reduce_bounds(Format out, const ExpAccuracy& exp, const StateRow& r
                           Z * ratio * (1 + r.fold.result)) /
                              den * (1 + kU) +
                          kEta;
+    r.underflow[d] = under;
     const double eval = static_cast<double>(live + 8) * 0x1p-52 * ratio;
     const double e32 = (fold + under + eval) * kSafety;
     r.bound[d] = e32 + (us * (std::fabs(exact) + e32) + eta_s) * kSafety;

@@ -57,6 +57,12 @@ std::vector<double> element_bounds(const Case& c, const Magnitudes& m, const Bou
                                    const std::vector<double>& exact_err);
 std::vector<double> element_bounds(const Case& c, const BoundSetup& setup,
                                    const ref::Output& exact);
+// The whole bound::Bound (its parts: softmax, sums, tail, absolute, final rounding) of one
+// element j = (seq * num_heads + head) * head_size + d, as element_bounds computes its
+// total: which term of the bound dominates there.
+bound::Bound element_bound_parts(const Case& c, const Magnitudes& m, const BoundSetup& setup,
+                                 const std::vector<double>& exact,
+                                 const std::vector<double>& exact_err, std::size_t j);
 
 // max over elements of |got - exact| / bound: 0/0 counts 0; any other error over a zero
 // bound, a non-finite `got` where the exact value is finite, and a finite `got` where it

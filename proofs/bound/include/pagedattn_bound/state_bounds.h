@@ -1,8 +1,8 @@
 // Bounds on the kernels' intermediate states, sharper than kernel_error_bound on the final
 // output because each judges one step against its own exact value:
 //  - the V2 reduce on ANY row of fp32 partition states, against the exact fold of those
-//    states: theorem `fold_error` (proofs/coq/LseRound.v, machine-checked), plus a stated
-//    allowance for the underflow its hypotheses exclude;
+//    states: theorem `fold_error` (proofs/coq/LseRound.v, machine-checked), its relative
+//    part and its underflow terms (ws, wo, the quotient's 2^-150);
 //  - a V2 partition's max_logits and exp_sums against the exact partition state
 //    (ref::reference_partitions): the per-partition part of kernel_error_bound, sections 3
 //    and 4-5 of proofs/error_bound.md (the tmp_out rows are kernel_error_bound itself, V1
@@ -45,11 +45,14 @@ struct StateRow {
 // accuracy `exp` (bound.h's ulp model, taken at its worst argument G: e_exp = 2u(a + bG)),
 // and the output rounded to `out` (f32: nothing rounded; f16/bf16: round to nearest).
 //   bound_d = [fold.result * asum_d / sig + underflow_d] (1 + 1e-9) + final rounding
-// (state_bounds.cpp derives the underflow allowance and the final rounding). A row with no
-// live state gives exact 0 and bound 0 (the reduce writes 0). Inputs must be finite for
-// live states; a NaN o_p gives a NaN exact (nothing to bound).
+// (state_bounds.cpp: the underflow allowance is at least fold_error's absolute terms, and
+// the final rounding). The allowance is needed and sufficient where a live state's max lies
+// more than 87 below the row's (its weight subnormal): Properties.prop_reduce_underflow_allowance.
+// A row with no live state gives exact 0 and bound 0 (the reduce writes 0). Inputs must be finite
+// for live states; a NaN o_p gives a NaN exact (nothing to bound).
 struct ReduceBounds {
   std::vector<double> exact, bound;  // [head_size]
+  std::vector<double> underflow;     // [head_size]: underflow_d, the part of bound_d for it
   FoldConstants fold;
 };
 ReduceBounds reduce_bounds(Format out, const ExpAccuracy& exp, const StateRow& row);
