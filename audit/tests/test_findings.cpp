@@ -26,13 +26,9 @@ struct Format {
 };
 
 TEST(Findings, NonFiniteLiveCacheElementIsFoundInEveryFormatAndSlot) {
-  CaseShape sh;
-  sh.num_seqs = 2;
-  sh.num_heads = 4;
-  sh.num_kv_heads = 2;
-  sh.head_size = 64;
-  sh.block_size = 16;
-  sh.seq_len = 40;  // sequence 0: two whole blocks and 8 live slots of a third
+  // 2 sequences, 4 heads, 2 KV heads, head size 64, blocks of 16; sequence 0 has 40 tokens:
+  // two whole blocks and 8 live slots of a third.
+  CaseShape sh{2, 4, 2, 64, 16, DType::f32, CacheFormat::same, 40};
   for (const Format f :
        {Format{DType::f32, CacheFormat::same}, Format{DType::f16, CacheFormat::same},
         Format{DType::bf16, CacheFormat::same}, Format{DType::f16, CacheFormat::fp8_e4m3},
