@@ -4,4 +4,6 @@ target_link_libraries(bench_emulator PRIVATE pagedattn::emulator)
 if(TARGET pagedattn::kernels)
   pagedattn_bench(bench_emulator_overhead bench_emulator_overhead.cpp)
   target_link_libraries(bench_emulator_overhead PRIVATE pagedattn::kernels)
+  # The native loop built for the same instructions as the emulated kernels (fmaf, F16C).
+  target_compile_options(bench_emulator_overhead PRIVATE ${PAGEDATTN_EMU_KERNEL_ISA})
 endif()

@@ -125,16 +125,17 @@ def main():
         return wall, cpu, sum(c["time_s"] for c in cases if c["kernel"] == "v2")
 
     times = {k: [] for k in ("audit", "audit_cpu", "audit_v2_kernels", "torch_v2",
-                             "torch_v2_cpu", "also", "also_cpu")}
+                             "torch_v2_cpu", "also", "also_cpu", "also_v2_kernels")}
     for i in range(a.rounds):
         wall, cpu, v2 = audit(a.pagedattn)
         times["audit"].append(wall)
         times["audit_cpu"].append(cpu)
         times["audit_v2_kernels"].append(v2)
         if a.also:
-            w, c, _ = audit(a.also)
+            w, c, v = audit(a.also)
             times["also"].append(w)
             times["also_cpu"].append(c)
+            times["also_v2_kernels"].append(v)
         c0, t0 = time.process_time(), time.perf_counter()
         paged_attention_v2(*inputs, scale)
         times["torch_v2"].append(time.perf_counter() - t0)
@@ -142,8 +143,9 @@ def main():
         print("round %d: audit %.2f s wall, %.2f s CPU (its V2 launches %.2f s); torch V2 %.3f s "
               "wall, %.3f s CPU%s" % (i + 1, wall, cpu, v2, times["torch_v2"][-1],
                                       times["torch_v2_cpu"][-1],
-                                      "; also %.2f s wall, %.2f s CPU" % (times["also"][-1],
-                                                                         times["also_cpu"][-1])
+                                      "; also %.2f s wall, %.2f s CPU (its V2 launches %.2f s)"
+                                      % (times["also"][-1], times["also_cpu"][-1],
+                                         times["also_v2_kernels"][-1])
                                       if a.also else ""), flush=True)
     med = {k: statistics.median(v) for k, v in times.items() if v}
     res = {"command": "pagedattn " + " ".join(HEADLINE), "rounds": a.rounds,
@@ -156,13 +158,16 @@ def main():
         res["also"] = a.also
         res["also_ratio"] = med["also"] / med["torch_v2"]
         res["audit_over_also"] = med["audit"] / med["also"]
+        res["audit_cpu_over_also"] = med["audit_cpu"] / med["also_cpu"]
+        res["v2_kernels_over_also"] = med["audit_v2_kernels"] / med["also_v2_kernels"]
     print("median: audit %.2f s, torch V2 %.3f s: audit / torch = %.2fx (CPU %.2f s / %.3f s = "
           "%.2fx); the audit's two emulated V2 launches alone %.2f s = %.2fx%s (load %.1f; "
           "baseline check %.1e)"
           % (med["audit"], med["torch_v2"], res["ratio"], med["audit_cpu"], med["torch_v2_cpu"],
              res["cpu_ratio"], med["audit_v2_kernels"], res["v2_kernels_ratio"],
-             "; also %.2f s = %.2fx, audit / also = %.2f" % (med["also"], res["also_ratio"],
-                                                             res["audit_over_also"])
+             "; also %.2f s = %.2fx, audit / also = %.2f (CPU %.2f, V2 launches %.2f)"
+             % (med["also"], res["also_ratio"], res["audit_over_also"],
+                res["audit_cpu_over_also"], res["v2_kernels_over_also"])
              if a.also else "", os.getloadavg()[0], sanity))
     if a.json:
         with open(a.json, "w") as f:

@@ -235,8 +235,8 @@ testing::Case generate_inputs(const CaseShape& sh, const std::string& distributi
         }
       }
     }
-    for (std::int64_t j = 0; j < per_block; ++j)
-      store(in.key_cache, ct, blk * per_block + j, buf[j]);
+    const std::size_t es = testing::traits(ct).size;
+    testing::encode_run(ct, buf.data(), buf.size(), in.key_cache.data() + blk * per_block * es);
     for (int g = 0; g < KVH; ++g) {
       for (int d = 0; d < D; ++d) {
         for (int slot = 0; slot < B; ++slot) {
@@ -246,8 +246,7 @@ testing::Case generate_inputs(const CaseShape& sh, const std::string& distributi
         }
       }
     }
-    for (std::int64_t j = 0; j < per_block; ++j)
-      store(in.value_cache, ct, blk * per_block + j, buf[j]);
+    testing::encode_run(ct, buf.data(), buf.size(), in.value_cache.data() + blk * per_block * es);
   });
   return in;
 }

@@ -20,8 +20,8 @@ namespace ctx = boost::context;
 
 namespace emu::detail {
 
-thread_local ThreadCtx* tls_thread = nullptr;
-thread_local const BlockCtx* tls_block = nullptr;
+__thread ThreadCtx* tls_thread = nullptr;
+__thread const BlockCtx* tls_block = nullptr;
 
 namespace {
 

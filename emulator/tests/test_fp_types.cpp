@@ -129,8 +129,10 @@ TEST(Half, EveryBitPatternDecodesToTheFormulaValue) {
   for (uint32_t u = 0; u < 65536; ++u) {
     const double want = (u & 0x8000 ? -1 : 1) * ref_decode(kHalfSpec, u & 0x7fff);
     const float got = __half2float(__ushort_as_half(uint16_t(u)));
+    // NaN: the payload kept, a signaling NaN not quieted (shown failing, built with the
+    // kernels' flags, when F16C converts NaN too).
     if (std::isnan(want))
-      ASSERT_TRUE(std::isnan(got)) << u;
+      ASSERT_EQ(bits_of(got), (u & 0x8000) << 16 | 0x7f800000u | (u & 0x3ff) << 13) << u;
     else
       ASSERT_EQ(bits_of(got), bits_of(float(want))) << u;  // bits: keeps -0 apart from +0
   }

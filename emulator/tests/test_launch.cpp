@@ -37,11 +37,15 @@ __global__ void static_in_template(float* out) {
 }
 
 namespace {
-// Internal linkage: named from the symbol table, not the dynamic one.
+// Internal linkage: named from the symbol table, not the dynamic one. Each thread reads its
+// neighbour's element after the barrier: g++ may delete an array a thread only reads back
+// its own store from (it may forward the store once reading threadIdx is no call), as
+// nvcc may.
 __global__ void hidden_static(float* out) {
   __shared__ float s[12288];  // 48 KB: nothing is left for dynamic memory on bi-v100
   s[threadIdx.x] = 4.0f;
-  out[threadIdx.x] = s[threadIdx.x];
+  __syncthreads();
+  out[threadIdx.x] = s[(threadIdx.x + 1) % blockDim.x];
 }
 }  // namespace
 

@@ -84,9 +84,10 @@ std::uint16_t fast_f16_bits(float f) {
                                     static_cast<std::uint32_t>(std::nearbyint(mag * 0x1p24f)));
 }
 
-std::uint32_t encode(DType t, double want) {
-  const FormatTraits& f = traits(t);
-  const float v = static_cast<float>(want);
+namespace {
+// encode()'s body; encode_run inlines it with a constant format and its traits looked up
+// once per run.
+inline std::uint32_t encode_inline(const FormatTraits& f, DType t, float v) {
   if (std::isnan(v) || (std::isinf(v) && !f.has_infinity)) return f.nan_bits;
   switch (t) {
     case DType::f32: {
@@ -102,6 +103,39 @@ std::uint32_t encode(DType t, double want) {
       return float_to_fp8_e4m3(v);
     default:  // fp8_e5m2; its encoder saturates infinities, which the format has
       return std::isinf(v) ? (v > 0 ? 0x7cu : 0xfcu) : float_to_fp8_e5m2(v);
+  }
+}
+}  // namespace
+
+std::uint32_t encode(DType t, double want) {
+  return encode_inline(traits(t), t, static_cast<float>(want));
+}
+
+namespace {
+template <class Bits>
+void encode_each(DType t, const float* values, std::size_t count, void* out) {
+  auto* o = static_cast<std::uint8_t*>(out);
+  const FormatTraits& f = traits(t);
+  for (std::size_t i = 0; i < count; ++i) {
+    const Bits b = static_cast<Bits>(encode_inline(f, t, values[i]));
+    std::memcpy(o + i * sizeof(Bits), &b, sizeof(Bits));  // little-endian host
+  }
+}
+}  // namespace
+
+void encode_run(DType t, const float* values, std::size_t count, void* out) {
+  // A constant dtype in each branch, so encode's switch folds to that format's path.
+  switch (traits(t).dtype) {
+    case DType::f32:
+      return encode_each<std::uint32_t>(DType::f32, values, count, out);
+    case DType::f16:
+      return encode_each<std::uint16_t>(DType::f16, values, count, out);
+    case DType::bf16:
+      return encode_each<std::uint16_t>(DType::bf16, values, count, out);
+    case DType::fp8_e4m3:
+      return encode_each<std::uint8_t>(DType::fp8_e4m3, values, count, out);
+    default:  // fp8_e5m2 (traits() refused the rest)
+      return encode_each<std::uint8_t>(DType::fp8_e5m2, values, count, out);
   }
 }
 

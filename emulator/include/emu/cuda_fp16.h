@@ -12,6 +12,9 @@
 #include <cstdint>
 #include <cstring>
 #include "emu/vector_types.h"
+#if defined(__F16C__)
+#include <immintrin.h>
+#endif
 
 namespace emu::fp {
 
@@ -171,6 +174,11 @@ struct __half {
   }
   constexpr operator __half_raw() const { return __half_raw{__x}; }
   operator float() const {
+#if defined(__F16C__)
+    // Where the kernels are built for F16C (PAGEDATTN_EMU_KERNEL_ISA): the instruction is
+    // exact too. Not for inf and NaN: it quiets a signaling NaN, the fields below keep it.
+    if ((__x & 0x7c00u) != 0x7c00u) return _cvtsh_ss(__x);
+#endif
     // Exact: build the float's bits from the half's fields.
     const uint32_t sign = static_cast<uint32_t>(__x & 0x8000u) << 16;
     const uint32_t e = (__x >> 10) & 0x1f;

@@ -60,8 +60,11 @@ struct BlockCtx {
 };
 
 // The fiber running on this host thread; set by the scheduler before each resume.
-extern thread_local ThreadCtx* tls_thread;
-extern thread_local const BlockCtx* tls_block;
+// __thread, not thread_local: constant-initialized, so no access from another translation
+// unit goes through a TLS wrapper call and its check for a dynamic initializer (every
+// threadIdx in a kernel's inner loop and every instrumented load and store reads these).
+extern __thread ThreadCtx* tls_thread;
+extern __thread const BlockCtx* tls_block;
 
 // Suspends the calling fiber until the scheduler resolves its wait.
 void yield_to_scheduler();

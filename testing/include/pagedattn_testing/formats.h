@@ -67,6 +67,10 @@ std::uint32_t encode(DType t, double want);
 // Stores encode(t, want) as element `index` of a buffer of format `t` and returns the
 // value stored.
 double store(DType t, void* base, std::size_t index, double want);
+// encode(t, values[i]) for i < count, stored as consecutive elements of format `t` at
+// `out`: one dispatch on `t` per run instead of per element (the audit's generator
+// encodes 2 x 10^8 cache elements).
+void encode_run(DType t, const float* values, std::size_t count, void* out);
 // float -> binary16 bits, round to nearest even, in integer arithmetic: equal to the
 // kernels' float_to_f16_bits for every float (test_formats.cpp), and fast enough for the
 // audit's 2 x 10^8 elements (the library's goes through frexp and ldexp).
