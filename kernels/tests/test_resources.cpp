@@ -100,16 +100,18 @@ Workload call(int num_seqs, int num_heads, std::int64_t max_seq_len) {
   return w;
 }
 
+void expect_choice(const VersionChoice& c, Version v, VersionRule rule) {
+  EXPECT_EQ(c.version, v) << c.reason;
+  EXPECT_EQ(c.rule, rule) << c.reason;
+  EXPECT_FALSE(c.reason.empty());
+}
+
 // Each rule decides where it should, and says so as a typed rule (which the perf::Device
 // overload branches on) and in words.
 TEST(VersionSelect, FollowsTheDeviceFacts) {
   DeviceFacts bi{"bi-v100", 64, 16, 48 * 1024};
   DeviceFacts h200{"h200", 32, 132, 227 * 1024};
-  const auto expect = [](const VersionChoice& c, Version v, VersionRule rule) {
-    EXPECT_EQ(c.version, v) << c.reason;
-    EXPECT_EQ(c.rule, rule) << c.reason;
-    EXPECT_FALSE(c.reason.empty());
-  };
+  const auto expect = expect_choice;
   // A long context on BI-V100: V1 does not fit, V2 (vLLM's rule would pick V1 and fail).
   expect(choose_version(bi, call(64, 32, 8192)), Version::v1,
          VersionRule::grid_fills_device);  // 32 KB fits
@@ -146,8 +148,7 @@ TEST(VersionSelect, GroupedWhereBuiltAndShared) {
   const auto grouped = [](const VersionChoice& c, Version v, VersionRule rule) {
     EXPECT_TRUE(c.grouped) << c.grouped_reason;
     EXPECT_EQ(c.grouped_rule, GroupedRule::shares_kv) << c.grouped_reason;
-    EXPECT_EQ(c.version, v) << c.reason;
-    EXPECT_EQ(c.rule, rule) << c.reason;
+    expect_choice(c, v, rule);
   };
   // The headline: grouped V2, 4 heads per block (resources.h: head_groups).
   for (const DeviceFacts& d : {bi, h200}) {

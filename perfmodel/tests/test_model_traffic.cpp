@@ -48,11 +48,9 @@ TEST(PerfModelTraffic, KvLoadsAreTheEmulatorsCount) {
   s.seq_lens = {1100};
   s.spare_blocks = 1;
   const Case c = uniform_case(s);
-  Workload w;
-  w.num_seqs = 1;
+  Workload w;  // 1 sequence, head 128, block 16, partitions of 512, fp16
   w.num_heads = 16;
   w.num_kv_heads = 1;
-  w.head_size = 128;
   w.max_seq_len = 1100;
   for (const char* profile : {"h200", "bi-v100"}) {
     const perf::Estimate e = perf::estimate(perf::load_device(profile), w);

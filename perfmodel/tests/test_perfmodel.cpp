@@ -160,29 +160,37 @@ TEST(PerfModel, V1LaunchableExactlyToTheKernelLimit) {
   }
 }
 
-// More tokens or more sequences never take less modelled time (catches a sign or ceil error).
-TEST(PerfModel, MonotoneInSeqLenAndBatch) {
+// More tokens or more sequences never take less modelled time (catches a sign or ceil
+// error), per head and for grouped V2, whose heads per block do not depend on the length
+// (its slices are one partition). Grouped V1 may take less: past a length its blocks serve
+// fewer heads each.
+void expect_monotone(double Estimate::*time, KernelEstimate Estimate::*kernel, const char* what) {
   for (const char* name : {"bi-v100", "h200", "a100"}) {
     const Device d = load_device(name);
     Workload w;
-    double prev1 = 0, prev2 = 0;
+    double prev = 0;
     for (std::int64_t L = 1; L <= 1000000; L = L * 3 / 2 + 1) {
       w.max_seq_len = L;
       const Estimate e = estimate(d, w);
-      if (e.v1.launchable) EXPECT_GE(e.v1_us, prev1) << name << " L=" << L;
-      EXPECT_GE(e.v2_us, prev2) << name << " L=" << L;
-      prev1 = e.v1.launchable ? e.v1_us : prev1;
-      prev2 = e.v2_us;
+      if (!(e.*kernel).launchable) continue;
+      EXPECT_GE(e.*time, prev) << what << " " << name << " L=" << L;
+      prev = e.*time;
     }
     w.max_seq_len = 4096;
-    prev2 = 0;
+    prev = 0;
     for (int b = 1; b <= 256; b *= 2) {
       w.num_seqs = b;
-      const double t = estimate(d, w).v2_us;
-      EXPECT_GE(t, prev2) << name << " batch " << b;
-      prev2 = t;
+      const double t = estimate(d, w).*time;
+      EXPECT_GE(t, prev) << what << " " << name << " batch " << b;
+      prev = t;
     }
   }
+}
+
+TEST(PerfModel, MonotoneInSeqLenAndBatch) {
+  expect_monotone(&Estimate::v1_us, &Estimate::v1, "V1");
+  expect_monotone(&Estimate::v2_us, &Estimate::v2, "V2");
+  expect_monotone(&Estimate::v2_grouped_us, &Estimate::v2_grouped, "grouped V2");
 }
 
 // The profiles carry the model's fields with their sources; BI-V100's one bandwidth figure
@@ -355,35 +363,14 @@ TEST(PerfModelGrouped, NoGroupedWhereTheKernelsFallBack) {
   }
 }
 
-// Grouped V2's heads per block do not depend on the length (its slices are one partition),
-// so more tokens or sequences never take less modelled time. (Grouped V1 may: past a
-// length its blocks serve fewer heads each.)
-TEST(PerfModelGrouped, GroupedV2MonotoneInSeqLenAndBatch) {
-  for (const char* name : {"bi-v100", "h200", "a100"}) {
-    const Device d = load_device(name);
-    Workload w;
-    double prev = 0;
-    for (std::int64_t L = 1; L <= 1000000; L = L * 3 / 2 + 1) {
-      w.max_seq_len = L;
-      const double t = estimate(d, w).v2_grouped_us;
-      EXPECT_GE(t, prev) << name << " L=" << L;
-      prev = t;
-    }
-    w.max_seq_len = 4096;
-    prev = 0;
-    for (int b = 1; b <= 256; b *= 2) {
-      w.num_seqs = b;
-      const double t = estimate(d, w).v2_grouped_us;
-      EXPECT_GE(t, prev) << name << " batch " << b;
-      prev = t;
-    }
-  }
-}
-
 // The headline (1 sequence, 32 heads over 8 KV heads, head 128, 100,000 tokens, fp16), as
-// perfmodel/README.md and the top-level README quote it (to their rounding): issue 18's
-// targets are grouped V2 at most 1.0 ms on BI-V100 and at least 0.85 of H200's peak.
-// Catches a changed model (a constant, a byte or cycle term) that moves a quoted figure.
+// perfmodel/README.md and the top-level README quote it (to their rounding). Issue 18's
+// targets: grouped V2 (with its reduce) at most 1.0 ms on BI-V100, met (942 us); at least
+// 0.85 of H200's peak, met by the partition kernel alone (0.864) but not by V2 + reduce
+// (0.799, the measure of the issue's 0.29 and the report's bandwidth table): the reduce's
+// 9 us and two launches of 4 us sit beside 95.6 us of memory time, and 0.85 of a 0.9
+// efficiency leaves 5.6 us. Catches a changed model (a constant, a byte or cycle term)
+// that moves a quoted figure.
 TEST(PerfModelGrouped, HeadlineFiguresAsQuoted) {
   Workload w;
   w.max_seq_len = 100000;
@@ -391,12 +378,17 @@ TEST(PerfModelGrouped, HeadlineFiguresAsQuoted) {
   EXPECT_NEAR(bi.v2_us, 3185, 0.5);
   EXPECT_NEAR(bi.v2_grouped_us, 942, 0.5);
   EXPECT_LE(bi.v2_grouped_us, 1000);
-  const Estimate h = estimate(load_device("h200"), w);
+  EXPECT_EQ(bi.v2_grouped.bound, "issue");
+  const Device h200 = load_device("h200");
+  const Estimate h = estimate(h200, w);
+  const auto with_reduce = [&](const KernelEstimate& k, double us) {
+    return (k.dram_bytes + h.reduce.dram_bytes) / (us * 1e3) / h200.memory_bandwidth_gbps;
+  };
   EXPECT_NEAR(h.v2.bandwidth_fraction, 0.293, 0.0005);
   EXPECT_NEAR(h.v2_grouped.bandwidth_fraction, 0.864, 0.0005);
-  EXPECT_GE(h.v2_grouped.bandwidth_fraction, 0.85);
+  EXPECT_NEAR(with_reduce(h.v2, h.v2_us), 0.286, 0.0005);
+  EXPECT_NEAR(with_reduce(h.v2_grouped, h.v2_grouped_us), 0.799, 0.0005);
   EXPECT_EQ(h.v2_grouped.bound, "memory");
-  EXPECT_EQ(bi.v2_grouped.bound, "issue");
 }
 
 // The modelled chooser: grouped where the model says it is faster (the headline on every

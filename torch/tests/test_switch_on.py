@@ -110,6 +110,11 @@ class SwitchOn(unittest.TestCase):
                         short.seq_lens, short.max_seq_len, "auto", short.num_kv_heads,
                         short.scale, None, 1.0, 1.0)
                     self.assertEqual(calls, ["paged_attention_v1"])
+                    # The rule sees num_kv_heads and the query's dtype (the grouped choice):
+                    # catches a switch-on that calls use_v1 without them.
+                    text = open(os.path.join(root, "attention", "ops", "paged_attn.py")).read()
+                    self.assertIn("num_kv_heads=num_kv_heads", text)
+                    self.assertIn("dtype=query.dtype", text)
 
     def test_unpatched_bi_v100_cannot_run_v2(self):
         # The baseline the helper replaces: its V2 raises, and V1 goes to vLLM's own _C.
