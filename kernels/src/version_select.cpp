@@ -79,7 +79,7 @@ perf::Variant variant(Version v, bool grouped) {
   return grouped ? perf::Variant::v2_grouped : perf::Variant::v2;
 }
 
-// G3: why the grouped launch of version v exceeds the device's shared memory; empty when
+// G4: why the grouped launch of version v exceeds the device's shared memory; empty when
 // it fits.
 std::string grouped_misfit(const DeviceFacts& device, const Workload& w, Version v) {
   const LaunchResources r = grouped_resources(device.warp_size, w, v);

@@ -139,7 +139,7 @@ Workload gqa(int num_seqs, std::int64_t max_seq_len) {
 // Wrong variants caught: a chooser that never picks grouped (the headline), one that picks
 // grouped where the kernels fall back (each of grouped_fallback_reason's four cases), one
 // that ignores the grouped launch's shared memory (`tiny`), one that keeps grouped V1 where
-// its blocks serve one head each (rule 6 / G4), and rule 4 counting query heads for the
+// its blocks serve one head each (rule 6 / G3), and rule 4 counting query heads for the
 // grouped grid (64 x 8 = 512 blocks < 528 must give V2). Shown: each assertion failed once
 // with the matching line of choose_version removed or inverted.
 TEST(VersionSelect, GroupedWhereBuiltAndShared) {
@@ -168,7 +168,7 @@ TEST(VersionSelect, GroupedWhereBuiltAndShared) {
   // Rule 6: at 4,000 tokens two heads' logits pass 32 KB, grouped V1 would serve one head
   // per block; grouped V2's 512-token partitions still serve 4.
   grouped(choose_version(h200, gqa(64, 4000)), Version::v2, VersionRule::grouped_v1_shares_nothing);
-  // G4 without partitions to fall back on: one 4,096-token partition, one head per block.
+  // G3 without partitions to fall back on: one 4,096-token partition, one head per block.
   Workload one = gqa(64, 4000);
   one.partition_size = 4096;
   const VersionChoice unshared = choose_version(h200, one);
@@ -190,7 +190,7 @@ TEST(VersionSelect, GroupedWhereBuiltAndShared) {
     EXPECT_EQ(c.grouped_reason, grouped_fallback_reason(w));
     EXPECT_EQ(c.version, Version::v2);
   }
-  // G3: a device whose 8 KB cannot hold grouped V2's 4 heads (10,496 bytes): per head.
+  // G4: a device whose 8 KB cannot hold grouped V2's 4 heads (10,496 bytes): per head.
   const DeviceFacts tiny{"tiny", 32, 16, 8 * 1024};
   ASSERT_GT(v2_grouped_resources(32, gqa(1, 100000)).dynamic_smem_bytes, 8 * 1024);
   ASSERT_LE(v2_resources(32, gqa(1, 100000)).dynamic_smem_bytes, 8 * 1024);

@@ -23,12 +23,13 @@
 //       (one query head per KV head, or a shape they are not built for);
 //   G2. else the rules above for the grouped kernels (their shared memory in rule 1, their
 //       grid of num_seqs x num_kv_heads x blocks per KV head in rule 4), and then:
-//   G3. per head if that grouped kernel needs more shared memory than the device allows;
-//   G4. where its blocks serve one query head each (grouped V1 at a length where two heads'
+//   G3. where its blocks serve one query head each (grouped V1 at a length where two heads'
 //       logits pass kGroupedSmemBudget): rule 6, grouped V2 if there are partitions and its
 //       blocks (one partition long) serve two heads or more; else per head (nothing shared);
+//   G4. per head if the grouped kernel so chosen needs more shared memory than the device
+//       allows;
 //   G5. grouped otherwise.
-// The perf::Device overload keeps G1 and G3 and takes whichever of grouped and per head
+// The perf::Device overload keeps G1 and G4 and takes whichever of grouped and per head
 // (each with its own V1/V2 choice) the model predicts faster, per head on a tie.
 #pragma once
 #include <cstdint>
@@ -65,11 +66,11 @@ enum class VersionRule : std::uint8_t {
 };
 
 // Which rule decided grouped or per head (G1 to G5 above; modelled_faster: the perf::Device
-// overload after G1 and G3).
+// overload after G1 and G4).
 enum class GroupedRule : std::uint8_t {
   falls_back,          // G1
-  does_not_fit,        // G3
-  one_head_per_block,  // G4
+  one_head_per_block,  // G3
+  does_not_fit,        // G4
   shares_kv,           // G5
   modelled_faster,
 };
