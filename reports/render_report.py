@@ -511,6 +511,54 @@ def main():
             body.append(figure(out, *rp.model_plot(out, model, prof)))
         if "bi-v100" in model:
             body.append(figure(out, "speedup_bi-v100", rp.speedup_plot(out, model, "bi-v100")))
+        # Grouped against per head (issue 18): the plots, then the crossovers as a table.
+        grouped = [p for p in model if model[p].get("grouped")]
+        if grouped:
+            body.append("<h3>Grouped against per head</h3>")
+            for prof in grouped:
+                body.append(figure(out, *rp.grouped_plot(out, model, prof)))
+            grows = []
+            for prof in grouped:
+                s = model[prof]
+                hl = s.get("headline", {})
+                for c in s["grouped"]["curves"]:
+                    r = {"profile": prof, "num_seqs": c["num_seqs"],
+                         "groups_from": c.get("chooser_groups_from") or "never (to 1M)"}
+                    for x in c["crossovers"]:
+                        r[f"{x['first']}>{x['later']}"] = x["seq_len"] or "never (to 1M)"
+                    # The headline is one sequence; the other batch has no headline row.
+                    r["v2_100k"] = hl.get("v2_us") if c["num_seqs"] == 1 else "-"
+                    r["gv2_100k"] = hl.get("v2_grouped_us") if c["num_seqs"] == 1 else "-"
+                    grows.append(r)
+            gcols = [("profile", "profile"), ("num_seqs", "sequences"),
+                     ("V1>V2", "V2 beats V1 from"),
+                     ("grouped V1>grouped V2", "grouped V2 beats grouped V1 from"),
+                     ("V1>grouped V1", "grouped V1 beats V1 from"),
+                     ("V2>grouped V2", "grouped V2 beats V2 from"),
+                     ("groups_from", "modelled choose_version groups from"),
+                     ("v2_100k", "V2 + reduce at 100K (µs)"),
+                     ("gv2_100k", "grouped V2 + reduce at 100K (µs)")]
+            body.append("<p>First lengths (tokens, on a 16-token grid) at which one variant's "
+                        "modelled time is below another's.</p>" + html_table(gcols, grows))
+            md.append("\n## Grouped against per head (model)\n\n" + md_table(gcols, grows))
+            arows = []
+            for prof in grouped:
+                for r in model[prof]["grouped"].get("at", []):
+                    r = dict(r, profile=prof)
+                    per_head = min(t for t in (r["V1"], r["V2"]) if t is not None)
+                    best = [t for t in (r["grouped V1"], r["grouped V2"]) if t is not None]
+                    r["speedup"] = f"{per_head / min(best):.2f}x" if best else NA
+                    for k in ("V1", "grouped V1"):  # null: V1's shared memory does not fit
+                        if r[k] is None:
+                            r[k] = "does not fit"
+                    arows.append(r)
+            acols = [("profile", "profile"), ("num_seqs", "sequences"), ("seq_len", "seq_len"),
+                     ("V1", "V1 (µs)"), ("V2", "V2 + reduce (µs)"),
+                     ("grouped V1", "grouped V1 (µs)"), ("grouped V2", "grouped V2 + reduce (µs)"),
+                     ("speedup", "best per head / best grouped"),
+                     ("chosen", "modelled choose_version")]
+            body.append(html_table(acols, arows))
+            md.append("\n" + md_table(acols, arows))
         xrows = []
         for prof, s in model.items():
             for c in s["curves"]:
@@ -528,17 +576,25 @@ def main():
                 r["profile"] = prof
                 r["vllm"] = c["vllm"] + ("" if c["vllm"] == "v2" or c["v1_fits"]
                                          else " (V1 would be refused)")
+                for k in ("modelled", "facts"):  # "grouped v2" where the rule groups
+                    if c.get(f"{k}_grouped"):
+                        r[k] = "grouped " + c[k]
                 crow.append(r)
         cols = [("profile", "profile"), ("num_seqs", "sequences"), ("seq_len", "seq_len"),
                 ("modelled", "choose_version with the model"), ("facts", "from device facts"),
-                ("vllm", "vLLM's rule"), ("reason", "why (model)")]
+                ("vllm", "vLLM's rule"), ("reason", "why (model)"),
+                ("grouped_reason", "grouped or per head (model)")]
         body.append("<h3>Which version each rule picks (32 heads, 8 KV heads, head size 128)</h3>"
                     + html_table(cols, crow))
         hrows = []
         for prof, s in model.items():
-            for k in ("v1", "v2", "reduce"):
+            for k in ("v1", "v2", "v1_grouped", "v2_grouped", "reduce"):
+                if k not in s["headline"]:
+                    continue
                 e = dict(s["headline"][k])
                 e["profile"] = prof
+                if e.get("grouped"):
+                    e["kernel"] = f"grouped {e['kernel']} ({e.get('heads_per_block')} heads/block)"
                 e["mb"] = e["dram_bytes"] / 1e6
                 hrows.append(e)
         cols = [("profile", "profile"), ("kernel", "kernel"), ("launchable", "launchable"),
@@ -568,6 +624,8 @@ def main():
         md.append("\n## Model against published measurements\n\n" + md_table(cols, prow))
         bcols = [("setting", "setting"), ("model_v2_us", "model V2 + reduce (µs)"),
                  ("model_bandwidth_fraction", "model fraction of peak bandwidth"),
+                 ("model_grouped_v2_us", "model grouped V2 + reduce (µs)"),
+                 ("model_grouped_bandwidth_fraction", "grouped fraction of peak bandwidth"),
                  ("published", "published")]
         body.append(html_table(bcols, pub.get("bandwidth", [])))
         md.append("\n" + md_table(bcols, pub.get("bandwidth", [])))

@@ -194,6 +194,58 @@ def _interp(xs, ys, x):
     return ys[-1]
 
 
+GROUPED_STYLE = {"V1": ("#1b9e77", "-"), "V2": ("#1b9e77", "--"),
+                 "grouped V1": ("#d95f02", "-"), "grouped V2": ("#d95f02", "--")}
+
+
+def grouped_crossover_text(curve):
+    """The first lengths at which one variant beats another, in words (one curve)."""
+    parts = []
+    for x in curve["crossovers"]:
+        at = f"{x['seq_len']:,} tokens" if x["seq_len"] else "never (to 1M)"
+        parts.append(f"{x['later']} beats {x['first']} from {at}")
+    g = curve.get("chooser_groups_from")
+    parts.append("the modelled choose_version groups from "
+                 + (f"{g:,} tokens" if g else "no length (to 1M)"))
+    return "; ".join(parts)
+
+
+def grouped_plot(out, model, prof):
+    """V1, V2, grouped V1 and grouped V2 modelled time against seq_len on one profile, a
+    panel per batch (model[prof]["grouped"]), the crossovers marked and stated."""
+    g = model[prof]["grouped"]
+    xs = g["seq_len"]
+    fig, axes = plt.subplots(1, len(g["curves"]), figsize=(12, 4.6), squeeze=False)
+    for ax, c in zip(axes[0], g["curves"]):
+        for label, ys in c["time_us"].items():
+            color, style = GROUPED_STYLE.get(label, ("black", ":"))
+            pts = [(x, y) for x, y in zip(xs, ys) if y is not None]
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], style, color=color,
+                    linewidth=1.8, label=label + (" + reduce" if label.endswith("V2") else ""))
+        for x in c["crossovers"]:
+            ys = c["time_us"][x["later"]]
+            if x["seq_len"] and x["seq_len"] >= xs[0]:
+                ax.plot([x["seq_len"]], [_interp(xs, [y or math.nan for y in ys], x["seq_len"])],
+                        "o", color=GROUPED_STYLE.get(x["later"], ("black",))[0], markersize=6,
+                        markeredgecolor="black", zorder=5)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("seq_len (tokens)")
+        ax.set_ylabel("modelled time (µs)")
+        ax.set_title(f"{c['num_seqs']} sequence(s)")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8, loc="upper left", framealpha=0.9)
+    fig.suptitle(f"{prof}: grouped against per head, 32 heads over 8 KV heads, head size 128, fp16")
+    fig.tight_layout()
+    name = f"model_grouped_{prof}"
+    _save(fig, out, name)
+    cap = (f"{prof}: green per head, orange grouped (one block per KV head's query heads), "
+           "solid V1, dashed V2 + reduce; dots where the later variant first wins. "
+           + " ".join(f"{c['num_seqs']} sequence(s): {grouped_crossover_text(c)}."
+                      for c in g["curves"]))
+    return name, cap
+
+
 def speedup_plot(out, model, prof):
     s = model[prof]
     fig, ax = plt.subplots(figsize=(9, 4.2))

@@ -87,11 +87,12 @@ TEST(Resources, V1RefusedOnBiV100JustPastItsSharedMemory) {
 }
 
 // num_seqs, num_heads, max_seq_len; head 128, block 16, partitions of 512.
+// One KV head per query head: the per-head rules 1 to 5 (G1: nothing to group).
 Workload call(int num_seqs, int num_heads, std::int64_t max_seq_len) {
   Workload w;
   w.num_seqs = num_seqs;
   w.num_heads = num_heads;
-  w.num_kv_heads = 1;
+  w.num_kv_heads = num_heads;
   w.head_size = 128;
   w.block_size = 16;
   w.max_seq_len = max_seq_len;
@@ -99,16 +100,18 @@ Workload call(int num_seqs, int num_heads, std::int64_t max_seq_len) {
   return w;
 }
 
+void expect_choice(const VersionChoice& c, Version v, VersionRule rule) {
+  EXPECT_EQ(c.version, v) << c.reason;
+  EXPECT_EQ(c.rule, rule) << c.reason;
+  EXPECT_FALSE(c.reason.empty());
+}
+
 // Each rule decides where it should, and says so as a typed rule (which the perf::Device
 // overload branches on) and in words.
 TEST(VersionSelect, FollowsTheDeviceFacts) {
   DeviceFacts bi{"bi-v100", 64, 16, 48 * 1024};
   DeviceFacts h200{"h200", 32, 132, 227 * 1024};
-  const auto expect = [](const VersionChoice& c, Version v, VersionRule rule) {
-    EXPECT_EQ(c.version, v) << c.reason;
-    EXPECT_EQ(c.rule, rule) << c.reason;
-    EXPECT_FALSE(c.reason.empty());
-  };
+  const auto expect = expect_choice;
   // A long context on BI-V100: V1 does not fit, V2 (vLLM's rule would pick V1 and fail).
   expect(choose_version(bi, call(64, 32, 8192)), Version::v1,
          VersionRule::grid_fills_device);  // 32 KB fits
@@ -123,6 +126,78 @@ TEST(VersionSelect, FollowsTheDeviceFacts) {
   // Past 8192 tokens: V2 (kept from vLLM).
   expect(choose_version(h200, call(64, 32, 10000)), Version::v2, VersionRule::long_sequence);
   expect(choose_version(bi, call(1, 1, 100000)), Version::v2, VersionRule::v1_does_not_fit);
+  EXPECT_FALSE(choose_version(h200, call(64, 32, 4000)).grouped);
+}
+
+// 32 query heads over 8 KV heads, head 128, fp16, block 16: the grouped kernels' shapes.
+Workload gqa(int num_seqs, std::int64_t max_seq_len) {
+  Workload w = call(num_seqs, 32, max_seq_len);
+  w.num_kv_heads = 8;
+  return w;
+}
+
+// Wrong variants caught: a chooser that never picks grouped (the headline), one that picks
+// grouped where the kernels fall back (each of grouped_fallback_reason's four cases), one
+// that ignores the grouped launch's shared memory (`tiny`), one that keeps grouped V1 where
+// its blocks serve one head each (rule 6 / G3), and rule 4 counting query heads for the
+// grouped grid (64 x 8 = 512 blocks < 528 must give V2). Shown: each assertion failed once
+// with the matching line of choose_version removed or inverted.
+TEST(VersionSelect, GroupedWhereBuiltAndShared) {
+  DeviceFacts bi{"bi-v100", 64, 16, 48 * 1024};
+  DeviceFacts h200{"h200", 32, 132, 227 * 1024};
+  const auto grouped = [](const VersionChoice& c, Version v, VersionRule rule) {
+    EXPECT_TRUE(c.grouped) << c.grouped_reason;
+    EXPECT_EQ(c.grouped_rule, GroupedRule::shares_kv) << c.grouped_reason;
+    expect_choice(c, v, rule);
+  };
+  // The headline: grouped V2, 4 heads per block (resources.h: head_groups).
+  for (const DeviceFacts& d : {bi, h200}) {
+    const VersionChoice c = choose_version(d, gqa(1, 100000));
+    grouped(c, Version::v2, VersionRule::v1_does_not_fit);
+    EXPECT_NE(c.grouped_reason.find("once for 4 query heads"), std::string::npos)
+        << c.grouped_reason;
+  }
+  // One partition: grouped V1 (4 heads' 304 logits fit the 32 KB budget).
+  grouped(choose_version(bi, gqa(1, 300)), Version::v1, VersionRule::one_partition);
+  // Rule 4 on the grouped grid: 64 sequences x 8 KV heads = 512 < 4 x 132.
+  grouped(choose_version(h200, gqa(64, 1000)), Version::v2, VersionRule::grid_needs_partitions);
+  // Rule 4 with 2 heads per block at 2,000 tokens: 64 x 8 x 2 = 1024 blocks fill h200.
+  const VersionChoice two = choose_version(h200, gqa(64, 2000));
+  grouped(two, Version::v1, VersionRule::grid_fills_device);
+  EXPECT_EQ(v1_grouped_resources(32, gqa(64, 2000)).groups.heads_per_block, 2);
+  // Rule 6: at 4,000 tokens two heads' logits pass 32 KB, grouped V1 would serve one head
+  // per block; grouped V2's 512-token partitions still serve 4.
+  grouped(choose_version(h200, gqa(64, 4000)), Version::v2, VersionRule::grouped_v1_shares_nothing);
+  // G3 without partitions to fall back on: one 4,096-token partition, one head per block.
+  Workload one = gqa(64, 4000);
+  one.partition_size = 4096;
+  const VersionChoice unshared = choose_version(h200, one);
+  EXPECT_FALSE(unshared.grouped);
+  EXPECT_EQ(unshared.grouped_rule, GroupedRule::one_head_per_block) << unshared.grouped_reason;
+  EXPECT_EQ(unshared.version, Version::v1);
+  EXPECT_EQ(unshared.rule, VersionRule::one_partition);
+
+  // G1: never grouped where the kernels fall back; the reason is grouped_fallback_reason's.
+  Workload f32 = gqa(1, 100000), h96 = f32, b32 = f32, mha = f32;
+  f32.io_elem_bytes = 4;
+  h96.head_size = 96;
+  b32.block_size = 32;
+  mha.num_kv_heads = 32;
+  for (const Workload& w : {f32, h96, b32, mha}) {
+    const VersionChoice c = choose_version(h200, w);
+    EXPECT_FALSE(c.grouped) << c.grouped_reason;
+    EXPECT_EQ(c.grouped_rule, GroupedRule::falls_back);
+    EXPECT_EQ(c.grouped_reason, grouped_fallback_reason(w));
+    EXPECT_EQ(c.version, Version::v2);
+  }
+  // G4: a device whose 8 KB cannot hold grouped V2's 4 heads (10,496 bytes): per head.
+  const DeviceFacts tiny{"tiny", 32, 16, 8 * 1024};
+  ASSERT_GT(v2_grouped_resources(32, gqa(1, 100000)).dynamic_smem_bytes, 8 * 1024);
+  ASSERT_LE(v2_resources(32, gqa(1, 100000)).dynamic_smem_bytes, 8 * 1024);
+  const VersionChoice small = choose_version(tiny, gqa(1, 100000));
+  EXPECT_FALSE(small.grouped);
+  EXPECT_EQ(small.grouped_rule, GroupedRule::does_not_fit) << small.grouped_reason;
+  EXPECT_EQ(small.version, Version::v2);
 }
 
 }  // namespace

@@ -10,12 +10,6 @@
 namespace pagedattn::perf {
 namespace {
 
-struct BlockShape {
-  std::int64_t blocks = 0;
-  double cycles_per_block = 0;  // block work when it has an SM to itself
-  std::int64_t smem = 0;
-};
-
 // Resident blocks per SM and which resource limits them.
 void occupancy(const Device& d, KernelEstimate& k) {
   const int by_threads = d.max_threads_per_multiprocessor / k.threads_per_block;
@@ -41,7 +35,7 @@ void occupancy(const Device& d, KernelEstimate& k) {
 // overlaps at most block_overlap blocks (fewer if fewer are resident or assigned).
 void finish(const Device& d, KernelEstimate& k, double avg_block_cycles, double max_block_cycles) {
   occupancy(d, k);
-  if (k.smem_bytes > d.shared_memory_per_block_optin) {
+  if (k.launchable && k.smem_bytes > d.shared_memory_per_block_optin) {
     k.launchable = false;
     k.reason = "needs " + std::to_string(k.smem_bytes) + " bytes of shared memory; " + d.name +
                " allows " + std::to_string(d.shared_memory_per_block_optin);
@@ -72,68 +66,146 @@ void finish(const Device& d, KernelEstimate& k, double avg_block_cycles, double 
   k.bandwidth_fraction = k.dram_bytes / (k.time_us * 1e3) / d.memory_bandwidth_gbps;
 }
 
+// The attention kernels' common terms for one workload.
+struct Terms {
+  double seqs_heads;  // (sequence, query head) pairs
+  double L;           // tokens per sequence
+  double kv_bytes;    // K and V that exist: once per (sequence, KV head)
+  double table_bytes, q_bytes, out_bytes, attn_flops;
+  double token_cycles;  // per token, one head, a block alone on a unit (fitted)
+  double head_cycles;   // per token, each further head of a grouped block (derived)
+  double fixed;
+  std::int64_t parts;
+  double partial_bytes;
+};
+
+Terms terms(const Device& d, const Workload& w) {
+  Terms t;
+  t.seqs_heads = double(w.num_seqs) * w.num_heads;
+  t.L = double(w.max_seq_len);
+  t.kv_bytes = 2.0 * w.num_seqs * w.num_kv_heads * t.L * w.head_size * w.cache_elem_bytes;
+  t.table_bytes =
+      4.0 * w.num_seqs * double(ceil_div(std::max<std::int64_t>(w.max_seq_len, 1), w.block_size));
+  t.q_bytes = t.seqs_heads * w.head_size * w.io_elem_bytes;
+  t.out_bytes = t.q_bytes;
+  // q.k and p.v: one multiply-add each per token, head element and head.
+  t.attn_flops = 4.0 * t.seqs_heads * t.L * w.head_size;
+  t.token_cycles = d.param("cycles_per_token") * w.head_size / 128.0;
+  // A grouped block's further head adds its own q.k and p.v multiply-adds per token
+  // (2 x head_size; its loads are the first head's), issued over the block's threads at
+  // one per thread per cycle, or over the unit's fp32 lanes (fp32_tflops / (2 x clock x
+  // units)) where it has fewer: counted on top of the fitted latency, not hidden under it.
+  const double lanes = d.fp32_tflops * 1e6 / (2.0 * d.clock_mhz * d.multiprocessor_count);
+  t.head_cycles = 2.0 * w.head_size / std::min<double>(kThreadsPerBlock, lanes);
+  t.fixed = d.param("block_fixed_cycles");
+  t.parts = std::max<std::int64_t>(max_num_partitions(w.max_seq_len, w.partition_size), 1);
+  // Partials: fp32 head_size-vector plus max and exp-sum per (head, partition).
+  t.partial_bytes = t.seqs_heads * t.parts * (4.0 * w.head_size + 8.0);
+  return t;
+}
+
+// V1 (parts = 1) or V2's partition kernel, per head or grouped. Grid and shared memory are
+// the kernels' own (resources.h); the DRAM bytes are the same either way (a KV head's
+// blocks run side by side in blockIdx.x, so re-reads are assumed served by L2), the loads
+// are not (kv_load_bytes).
+KernelEstimate attention(const Device& d, const Workload& w, const Terms& t, Kernel k,
+                         bool grouped) {
+  KernelEstimate e;
+  e.kernel = k;
+  e.grouped = grouped;
+  const bool v1 = k == Kernel::v1;
+  const LaunchResources r =
+      grouped ? (v1 ? v1_grouped_resources(d.warp_size, w) : v2_grouped_resources(d.warp_size, w))
+              : (v1 ? v1_resources(d.warp_size, w) : v2_resources(d.warp_size, w));
+  const std::int64_t parts = v1 ? 1 : t.parts;
+  e.blocks = std::int64_t(r.grid.x) * r.grid.y * parts;
+  e.threads_per_block = r.threads_per_block;
+  e.smem_bytes = r.dynamic_smem_bytes;
+  const double ratio = w.num_kv_heads > 0 ? double(w.num_heads) / w.num_kv_heads : 1.0;
+  // Query heads per block: the most, and the mean (the last block of a KV head may serve
+  // fewer: HeadGroups spreads them evenly).
+  e.heads_per_block = grouped ? r.groups.heads_per_block : 1;
+  const double mean_heads = grouped ? ratio / r.groups.blocks_per_kv_head : 1.0;
+  e.kv_load_bytes = t.kv_bytes * (grouped ? r.groups.blocks_per_kv_head : ratio);
+  e.dram_bytes = t.kv_bytes + t.table_bytes + t.q_bytes + (v1 ? t.out_bytes : t.partial_bytes);
+  e.flops = t.attn_flops;
+  const double span = v1 ? t.L : t.L / parts;
+  const double longest = v1 ? t.L : double(std::min<std::int64_t>(w.max_seq_len, w.partition_size));
+  const auto cycles = [&](double tokens, double heads) {
+    return t.fixed + tokens * (t.token_cycles + (heads - 1) * t.head_cycles);
+  };
+  if (grouped) {
+    if (const char* why = grouped_fallback_reason(w)) {
+      e.launchable = false;
+      e.reason = why;
+    }
+  }
+  finish(d, e, cycles(span, mean_heads), cycles(longest, e.heads_per_block));
+  return e;
+}
+
 }  // namespace
 
 Estimate estimate(const Device& d, const Workload& w) {
   Estimate e;
-  const double heads = double(w.num_seqs) * w.num_heads;
-  const double L = double(w.max_seq_len);
-  // K and V once per KV head: a group's query heads run side by side (blockIdx.x) and
-  // re-read the same cache lines, assumed served by L2.
-  const double kv_bytes = 2.0 * w.num_seqs * w.num_kv_heads * L * w.head_size * w.cache_elem_bytes;
-  const double table_bytes =
-      4.0 * w.num_seqs * double(ceil_div(std::max<std::int64_t>(w.max_seq_len, 1), w.block_size));
-  const double q_bytes = heads * w.head_size * w.io_elem_bytes;
-  const double out_bytes = q_bytes;
-  // q.k and p.v: one multiply-add each per token, head element and head.
-  const double attn_flops = 4.0 * heads * L * w.head_size;
-  const double token_cycles = d.param("cycles_per_token") * w.head_size / 128.0;
-  const double fixed = d.param("block_fixed_cycles");
-
-  KernelEstimate& v1 = e.v1;
-  v1.kernel = Kernel::v1;
-  v1.blocks = static_cast<std::int64_t>(heads);
-  v1.smem_bytes = attention_smem_bytes(d.warp_size, w.head_size,
-                                       v1_partition_tokens(w.block_size, w.max_seq_len));
-  v1.dram_bytes = kv_bytes + table_bytes + q_bytes + out_bytes;
-  v1.flops = attn_flops;
-  finish(d, v1, fixed + L * token_cycles, fixed + L * token_cycles);
-
-  const std::int64_t parts =
-      std::max<std::int64_t>(max_num_partitions(w.max_seq_len, w.partition_size), 1);
-  KernelEstimate& v2 = e.v2;
-  v2.kernel = Kernel::v2;
-  v2.blocks = static_cast<std::int64_t>(heads) * parts;
-  v2.smem_bytes = attention_smem_bytes(d.warp_size, w.head_size, w.partition_size);
-  // Partials: fp32 head_size-vector plus max and exp-sum per (head, partition).
-  const double partial_bytes = heads * parts * (4.0 * w.head_size + 8.0);
-  v2.dram_bytes = kv_bytes + table_bytes + q_bytes + partial_bytes;
-  v2.flops = attn_flops;
-  finish(d, v2, fixed + L / parts * token_cycles,
-         fixed + double(std::min<std::int64_t>(w.max_seq_len, w.partition_size)) * token_cycles);
+  const Terms t = terms(d, w);
+  e.v1 = attention(d, w, t, Kernel::v1, false);
+  e.v2 = attention(d, w, t, Kernel::v2, false);
+  e.v1_grouped = attention(d, w, t, Kernel::v1, true);
+  e.v2_grouped = attention(d, w, t, Kernel::v2, true);
 
   KernelEstimate& r = e.reduce;
   r.kernel = Kernel::reduce;
-  r.blocks = static_cast<std::int64_t>(heads);
+  r.blocks = static_cast<std::int64_t>(t.seqs_heads);
   r.smem_bytes = reduce_smem_bytes(d.warp_size);
-  r.dram_bytes = partial_bytes + out_bytes;
-  r.flops = heads * parts * (2.0 * w.head_size + 4.0);
+  r.dram_bytes = t.partial_bytes + t.out_bytes;
+  r.flops = t.seqs_heads * t.parts * (2.0 * w.head_size + 4.0);
   const double reduce_cycles =
       d.param("reduce_fixed_cycles") +
-      parts * d.param("reduce_cycles_per_partition") * std::max(1.0, w.head_size / 128.0);
+      t.parts * d.param("reduce_cycles_per_partition") * std::max(1.0, w.head_size / 128.0);
   finish(d, r, reduce_cycles, reduce_cycles);
 
-  e.v1_us = v1.time_us;
-  e.v2_us = v2.time_us + r.time_us;
+  e.v1_us = e.v1.time_us;
+  e.v2_us = e.v2.time_us + r.time_us;
+  e.v1_grouped_us = e.v1_grouped.time_us;
+  e.v2_grouped_us = e.v2_grouped.time_us + r.time_us;
   return e;
 }
 
+const char* variant_name(Variant v) {
+  switch (v) {
+    case Variant::v1:
+      return "V1";
+    case Variant::v2:
+      return "V2";
+    case Variant::v1_grouped:
+      return "grouped V1";
+    case Variant::v2_grouped:
+      return "grouped V2";
+  }
+  return "?";
+}
+
+double time_us(const Estimate& e, Variant v) {
+  switch (v) {
+    case Variant::v1:
+      return e.v1_us;
+    case Variant::v2:
+      return e.v2_us;
+    case Variant::v1_grouped:
+      return e.v1_grouped_us;
+    case Variant::v2_grouped:
+      return e.v2_grouped_us;
+  }
+  return std::numeric_limits<double>::infinity();
+}
+
 std::int64_t crossover_seq_len(const Device& device, Workload w, std::int64_t max_len,
-                               std::int64_t step) {
+                               std::int64_t step, Variant first, Variant later) {
   for (std::int64_t L = step; L <= max_len; L += step) {
     w.max_seq_len = L;
     const Estimate e = estimate(device, w);
-    if (e.v2_us < e.v1_us) return L;
+    if (time_us(e, later) < time_us(e, first)) return L;
   }
   return 0;
 }

@@ -160,29 +160,37 @@ TEST(PerfModel, V1LaunchableExactlyToTheKernelLimit) {
   }
 }
 
-// More tokens or more sequences never take less modelled time (catches a sign or ceil error).
-TEST(PerfModel, MonotoneInSeqLenAndBatch) {
+// More tokens or more sequences never take less modelled time (catches a sign or ceil
+// error), per head and for grouped V2, whose heads per block do not depend on the length
+// (its slices are one partition). Grouped V1 may take less: past a length its blocks serve
+// fewer heads each.
+void expect_monotone(double Estimate::*time, KernelEstimate Estimate::*kernel, const char* what) {
   for (const char* name : {"bi-v100", "h200", "a100"}) {
     const Device d = load_device(name);
     Workload w;
-    double prev1 = 0, prev2 = 0;
+    double prev = 0;
     for (std::int64_t L = 1; L <= 1000000; L = L * 3 / 2 + 1) {
       w.max_seq_len = L;
       const Estimate e = estimate(d, w);
-      if (e.v1.launchable) EXPECT_GE(e.v1_us, prev1) << name << " L=" << L;
-      EXPECT_GE(e.v2_us, prev2) << name << " L=" << L;
-      prev1 = e.v1.launchable ? e.v1_us : prev1;
-      prev2 = e.v2_us;
+      if (!(e.*kernel).launchable) continue;
+      EXPECT_GE(e.*time, prev) << what << " " << name << " L=" << L;
+      prev = e.*time;
     }
     w.max_seq_len = 4096;
-    prev2 = 0;
+    prev = 0;
     for (int b = 1; b <= 256; b *= 2) {
       w.num_seqs = b;
-      const double t = estimate(d, w).v2_us;
-      EXPECT_GE(t, prev2) << name << " batch " << b;
-      prev2 = t;
+      const double t = estimate(d, w).*time;
+      EXPECT_GE(t, prev) << what << " " << name << " batch " << b;
+      prev = t;
     }
   }
+}
+
+TEST(PerfModel, MonotoneInSeqLenAndBatch) {
+  expect_monotone(&Estimate::v1_us, &Estimate::v1, "V1");
+  expect_monotone(&Estimate::v2_us, &Estimate::v2, "V2");
+  expect_monotone(&Estimate::v2_grouped_us, &Estimate::v2_grouped, "grouped V2");
 }
 
 // The profiles carry the model's fields with their sources; BI-V100's one bandwidth figure
@@ -248,4 +256,166 @@ TEST(PerfModel, ChooseVersionModelled) {
   EXPECT_EQ(at.version, Version::v2) << at.reason;
   EXPECT_EQ(at.rule, VersionRule::modelled_faster);
   EXPECT_NE(at.reason.find("modelled on bi-v100"), std::string::npos);
+}
+
+// The grouped kernels' grid, shared memory and heads per block are resources.h's (not a
+// copy of its formulas), on every profile, at head sizes 64/128/256 and ratios 2 to 16
+// (ratio 16 at head 128 takes two blocks per KV head: group_max_heads is 8), V1 at lengths
+// where its heads per block shrink. Catches a model that grids grouped kernels over query
+// heads, or ignores blocks_per_kv_head.
+TEST(PerfModelGrouped, GridAndSharedMemoryAreTheKernels) {
+  for (const char* name : {"bi-v100", "h200", "a100"}) {
+    const Device d = load_device(name);
+    for (int hs : {64, 128, 256})
+      for (int ratio : {2, 4, 8, 16})
+        for (std::int64_t L : {100, 1000, 3000, 20000}) {
+          Workload w = small();
+          w.num_seqs = 3;
+          w.num_kv_heads = 2;
+          w.num_heads = 2 * ratio;
+          w.head_size = hs;
+          w.max_seq_len = L;
+          const Estimate e = estimate(d, w);
+          const LaunchResources r1 = v1_grouped_resources(d.warp_size, w);
+          const LaunchResources r2 = v2_grouped_resources(d.warp_size, w);
+          EXPECT_EQ(e.v1_grouped.smem_bytes, r1.dynamic_smem_bytes);
+          EXPECT_EQ(e.v2_grouped.smem_bytes, r2.dynamic_smem_bytes);
+          EXPECT_EQ(e.v1_grouped.blocks, std::int64_t(r1.grid.x) * r1.grid.y);
+          EXPECT_EQ(e.v2_grouped.blocks, std::int64_t(r2.grid.x) * r2.grid.y * r2.grid.z);
+          EXPECT_EQ(e.v1_grouped.heads_per_block, r1.groups.heads_per_block);
+          EXPECT_EQ(e.v2_grouped.heads_per_block, r2.groups.heads_per_block);
+          EXPECT_EQ(e.v2_grouped.launchable,
+                    r2.dynamic_smem_bytes <= d.shared_memory_per_block_optin);
+        }
+  }
+}
+
+// KV loads: once per block serving a KV head's heads (grouped), once per query head (per
+// head); DRAM bytes the same (L2 serves a KV head's side-by-side blocks either way).
+// Catches a model that counts grouped KV bytes per query head, or forgets the second block
+// per KV head at ratio 16.
+TEST(PerfModelGrouped, KvLoadsByFormula) {
+  const Device d = toy();
+  Workload w = small();  // 2 heads over 1 KV head, 1024 tokens
+  const double kv = 2.0 * 1024 * 128 * 2;
+  Estimate e = estimate(d, w);
+  EXPECT_DOUBLE_EQ(e.v2.kv_load_bytes, 2 * kv);
+  EXPECT_DOUBLE_EQ(e.v1.kv_load_bytes, 2 * kv);
+  EXPECT_DOUBLE_EQ(e.v2_grouped.kv_load_bytes, kv);
+  EXPECT_DOUBLE_EQ(e.v1_grouped.kv_load_bytes, kv);
+  EXPECT_DOUBLE_EQ(e.v2_grouped.dram_bytes, e.v2.dram_bytes);
+  EXPECT_DOUBLE_EQ(e.v1_grouped.dram_bytes, e.v1.dram_bytes);
+  EXPECT_EQ(e.v2_grouped.blocks, 2);  // 1 KV head x 2 partitions
+  EXPECT_EQ(e.v1_grouped.blocks, 1);
+  w.num_heads = 16;  // ratio 16: two blocks of 8 heads per KV head
+  e = estimate(d, w);
+  EXPECT_EQ(e.v2_grouped.heads_per_block, 8);
+  EXPECT_DOUBLE_EQ(e.v2_grouped.kv_load_bytes, 2 * kv);
+  EXPECT_DOUBLE_EQ(e.v2.kv_load_bytes, 16 * kv);
+}
+
+// A grouped block's further heads add their multiply-adds (2 x head_size per token) at
+// min(128 threads, the unit's fp32 lanes) per cycle on top of the fitted per-token
+// latency. Catches a model where extra heads cost nothing, or cost a whole
+// cycles_per_token each (no shared latency), or ignore a unit with fewer lanes.
+TEST(PerfModelGrouped, IssueTimeByFormula) {
+  Device d = toy();  // 10 TFLOPS over 4 units at 1 GHz: 1250 lanes, the block's 128 bind
+  Workload w = small();
+  w.num_heads = 4;  // 4 heads over 1 KV head: one block per partition
+  Estimate e = estimate(d, w);
+  // 2 grouped V2 blocks on 4 units, alone: 3000 + 512 x (32 + 3 x 2 x 128 / 128) cycles.
+  EXPECT_DOUBLE_EQ(e.v2_grouped.t_issue_us, (3000 + 512 * (32 + 3 * 2.0)) / 1000.0);
+  EXPECT_DOUBLE_EQ(e.v1_grouped.t_issue_us, (3000 + 1024 * (32 + 3 * 2.0)) / 1000.0);
+  EXPECT_DOUBLE_EQ(e.v2_grouped_us, e.v2_grouped.time_us + e.reduce.time_us);
+  // 64 lanes per unit (2.56 TFLOPS): 4 cycles per further head and token.
+  d.fp32_tflops = 64 * 2 * 1000 * 4 / 1e6;
+  e = estimate(d, w);
+  EXPECT_DOUBLE_EQ(e.v2_grouped.t_issue_us, (3000 + 512 * (32 + 3 * 4.0)) / 1000.0);
+  // Ratio 6 at head 128, V1 at 2,000 tokens: 6 heads' logits pass 32 KB, so 2 blocks of 3
+  // (resources.h); the mean block serves 3 heads.
+  w.num_heads = 6;
+  w.max_seq_len = 2000;
+  d = toy();
+  e = estimate(d, w);
+  ASSERT_EQ(e.v1_grouped.heads_per_block, 3);
+  EXPECT_EQ(e.v1_grouped.blocks, 2);
+  EXPECT_DOUBLE_EQ(e.v1_grouped.t_issue_us, (3000 + 2000 * (32 + 2 * 2.0)) / 1000.0);
+}
+
+// Where grouped_fallback_reason says the kernels fall back, the model has no grouped time,
+// and says why in the kernels' words. Catches a model that times grouped kernels that do
+// not exist (and so a modelled chooser that picks them).
+TEST(PerfModelGrouped, NoGroupedWhereTheKernelsFallBack) {
+  Workload f32 = small(), h96 = small(), b32 = small(), mha = small();
+  f32.io_elem_bytes = 4;
+  h96.head_size = 96;
+  b32.block_size = 32;
+  mha.num_kv_heads = 2;
+  for (const Workload& w : {f32, h96, b32, mha}) {
+    const Estimate e = estimate(toy(), w);
+    for (const KernelEstimate* k : {&e.v1_grouped, &e.v2_grouped}) {
+      EXPECT_FALSE(k->launchable);
+      EXPECT_EQ(k->reason, grouped_fallback_reason(w));
+    }
+    EXPECT_TRUE(std::isinf(e.v1_grouped_us));
+    EXPECT_TRUE(std::isinf(e.v2_grouped_us));
+    EXPECT_TRUE(std::isfinite(e.v2_us));
+  }
+}
+
+// The headline (1 sequence, 32 heads over 8 KV heads, head 128, 100,000 tokens, fp16), as
+// perfmodel/README.md and the top-level README quote it (to their rounding). Issue 18's
+// targets: grouped V2 (with its reduce) at most 1.0 ms on BI-V100, met (942 us); at least
+// 0.85 of H200's peak, met by the partition kernel alone (0.864) but not by V2 + reduce
+// (0.799, the measure of the issue's 0.29 and the report's bandwidth table): the reduce's
+// 9 us and two launches of 4 us sit beside 95.6 us of memory time, and 0.85 of a 0.9
+// efficiency leaves 5.6 us. Catches a changed model (a constant, a byte or cycle term)
+// that moves a quoted figure.
+TEST(PerfModelGrouped, HeadlineFiguresAsQuoted) {
+  Workload w;
+  w.max_seq_len = 100000;
+  const Estimate bi = estimate(load_device("bi-v100"), w);
+  EXPECT_NEAR(bi.v2_us, 3185, 0.5);
+  EXPECT_NEAR(bi.v2_grouped_us, 942, 0.5);
+  EXPECT_LE(bi.v2_grouped_us, 1000);
+  EXPECT_EQ(bi.v2_grouped.bound, "issue");
+  const Device h200 = load_device("h200");
+  const Estimate h = estimate(h200, w);
+  const auto with_reduce = [&](const KernelEstimate& k, double us) {
+    return (k.dram_bytes + h.reduce.dram_bytes) / (us * 1e3) / h200.memory_bandwidth_gbps;
+  };
+  EXPECT_NEAR(h.v2.bandwidth_fraction, 0.293, 0.0005);
+  EXPECT_NEAR(h.v2_grouped.bandwidth_fraction, 0.864, 0.0005);
+  EXPECT_NEAR(with_reduce(h.v2, h.v2_us), 0.286, 0.0005);
+  EXPECT_NEAR(with_reduce(h.v2_grouped, h.v2_grouped_us), 0.799, 0.0005);
+  EXPECT_EQ(h.v2_grouped.bound, "memory");
+}
+
+// The modelled chooser: grouped where the model says it is faster (the headline on every
+// profile), per head where it is slower (h200, 1 sequence, 300 tokens: 8 grouped blocks
+// leave more of 132 units idle than 32 per-head ones), never where the kernels fall back.
+// Catches a modelled chooser that always or never groups, or ignores the fallback.
+TEST(PerfModelGrouped, ChooseVersionModelled) {
+  Workload w;
+  w.max_seq_len = 100000;
+  for (const char* name : {"bi-v100", "h200", "a100"}) {
+    const VersionChoice c = choose_version(load_device(name), w);
+    EXPECT_TRUE(c.grouped) << c.grouped_reason;
+    EXPECT_EQ(c.grouped_rule, GroupedRule::modelled_faster);
+    EXPECT_EQ(c.version, Version::v2);
+    EXPECT_NE(c.grouped_reason.find("grouped V2"), std::string::npos) << c.grouped_reason;
+  }
+  const Device h200 = load_device("h200");
+  w.max_seq_len = 300;
+  const Estimate e = estimate(h200, w);
+  ASSERT_GT(e.v1_grouped_us, e.v1_us);
+  const VersionChoice slower = choose_version(h200, w);
+  EXPECT_FALSE(slower.grouped) << slower.grouped_reason;
+  EXPECT_EQ(slower.grouped_rule, GroupedRule::modelled_faster);
+  EXPECT_EQ(slower.version, Version::v1);
+  w.max_seq_len = 100000;
+  w.io_elem_bytes = 4;
+  const VersionChoice f32 = choose_version(h200, w);
+  EXPECT_FALSE(f32.grouped);
+  EXPECT_EQ(f32.grouped_rule, GroupedRule::falls_back);
 }

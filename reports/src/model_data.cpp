@@ -5,6 +5,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <utility>
 
 #include "emu/profile.h"
 #include "pagedattn/perfmodel.h"
@@ -32,6 +33,8 @@ json nullable(double t) {
 
 json kernel_json(const perf::KernelEstimate& k) {
   return {{"kernel", kernel_name(k.kernel)},
+          {"grouped", k.grouped},
+          {"heads_per_block", k.heads_per_block},
           {"launchable", k.launchable},
           {"reason", k.reason},
           {"blocks", k.blocks},
@@ -41,6 +44,7 @@ json kernel_json(const perf::KernelEstimate& k) {
           {"occupancy", k.occupancy},
           {"waves", k.waves},
           {"dram_bytes", k.dram_bytes},
+          {"kv_load_bytes", k.kv_load_bytes},
           {"flops", k.flops},
           {"t_issue_us", nullable(k.t_issue_us)},
           {"t_memory_us", nullable(k.t_memory_us)},
@@ -55,6 +59,59 @@ perf::Workload headline() {
   perf::Workload w;  // 1 sequence, 32 heads, 8 KV heads, head 128, block 16, fp16
   w.max_seq_len = 100000;
   return w;
+}
+
+// Grouped against per head on one profile: the four variants' times against seq_len at 1
+// and 64 sequences of the headline shape, and for each the first length (a grid of 16
+// tokens to 1M; 0: none) at which one variant beats another, and at which the modelled
+// choose_version first picks grouped.
+json grouped_section(const perf::Device& d, const std::vector<std::int64_t>& grid) {
+  using perf::Variant;
+  json curves = json::array();
+  for (int b : {1, 64}) {
+    perf::Workload w = headline();
+    w.num_seqs = b;
+    json t = json::object();
+    for (Variant v : {Variant::v1, Variant::v2, Variant::v1_grouped, Variant::v2_grouped}) {
+      json ys = json::array();
+      for (auto L : grid) {
+        w.max_seq_len = L;
+        ys.push_back(nullable(perf::time_us(perf::estimate(d, w), v)));
+      }
+      t[perf::variant_name(v)] = ys;
+    }
+    json x = json::array();
+    for (auto [first, later] : {std::pair{Variant::v1, Variant::v2},
+                                {Variant::v1_grouped, Variant::v2_grouped},
+                                {Variant::v1, Variant::v1_grouped},
+                                {Variant::v2, Variant::v2_grouped}})
+      x.push_back({{"first", perf::variant_name(first)},
+                   {"later", perf::variant_name(later)},
+                   {"seq_len", perf::crossover_seq_len(d, w, 1000000, 16, first, later)}});
+    std::int64_t groups_from = 0;
+    for (std::int64_t L = 16; L <= 1000000 && groups_from == 0; L += 16) {
+      w.max_seq_len = L;
+      if (choose_version(d, w).grouped) groups_from = L;
+    }
+    curves.push_back(
+        {{"num_seqs", b}, {"time_us", t}, {"crossovers", x}, {"chooser_groups_from", groups_from}});
+  }
+  // A few lengths by name (the READMEs' table): the four times and the modelled choice.
+  json rows = json::array();
+  for (int b : {1, 64})
+    for (std::int64_t L : {1000, 4096, 16384, 100000}) {
+      perf::Workload w = headline();
+      w.num_seqs = b;
+      w.max_seq_len = L;
+      const perf::Estimate e = perf::estimate(d, w);
+      const VersionChoice c = choose_version(d, w);
+      json r = {{"num_seqs", b}, {"seq_len", L}};
+      for (Variant v : {Variant::v1, Variant::v2, Variant::v1_grouped, Variant::v2_grouped})
+        r[perf::variant_name(v)] = nullable(perf::time_us(e, v));
+      r["chosen"] = std::string(c.grouped ? "grouped " : "") + kernel_name(c.version);
+      rows.push_back(r);
+    }
+  return {{"seq_len", grid}, {"curves", curves}, {"at", rows}};
 }
 
 }  // namespace
@@ -140,11 +197,15 @@ json model_section(const std::vector<std::string>& profiles) {
         w.num_seqs = b;
         w.max_seq_len = L;
         const VersionChoice m = choose_version(d, w);
+        const VersionChoice f = choose_version(facts, w);
         choices.push_back({{"num_seqs", b},
                            {"seq_len", L},
                            {"modelled", kernel_name(m.version)},
                            {"reason", m.reason},
-                           {"facts", kernel_name(choose_version(facts, w).version)},
+                           {"modelled_grouped", m.grouped},
+                           {"grouped_reason", m.grouped_reason},
+                           {"facts", kernel_name(f.version)},
+                           {"facts_grouped", f.grouped},
                            {"vllm", kernel_name(vllm_choose_version(w))},
                            {"v1_fits", L <= v1_max_seq_len(d.warp_size, 128, 16,
                                                            d.shared_memory_per_block_optin)}});
@@ -156,9 +217,14 @@ json model_section(const std::vector<std::string>& profiles) {
                       "100,000 tokens, fp16"},
                      {"v1", kernel_json(h.v1)},
                      {"v2", kernel_json(h.v2)},
+                     {"v1_grouped", kernel_json(h.v1_grouped)},
+                     {"v2_grouped", kernel_json(h.v2_grouped)},
                      {"reduce", kernel_json(h.reduce)},
                      {"v1_us", nullable(h.v1_us)},
-                     {"v2_us", h.v2_us}};
+                     {"v2_us", h.v2_us},
+                     {"v1_grouped_us", nullable(h.v1_grouped_us)},
+                     {"v2_grouped_us", nullable(h.v2_grouped_us)}};
+    s["grouped"] = grouped_section(d, grid);
     out[d.name] = s;
   }
   return out;
@@ -210,15 +276,20 @@ json published_section() {
     perf::Workload w = headline();
     w.num_kv_heads = kv;
     const perf::Estimate e = perf::estimate(h200, w);
-    const double bytes = e.v2.dram_bytes + e.reduce.dram_bytes;
-    bw.push_back(
-        {{"setting", std::string("h200, 1 sequence, 32 heads, ") + std::to_string(kv) +
-                         " KV heads, 100,000 tokens, fp16"},
-         {"model_v2_us", e.v2_us},
-         {"model_bandwidth_fraction", bytes / (e.v2_us * 1e3) / h200.memory_bandwidth_gbps},
-         {"published",
-          "FlashInfer: near-100% of peak bandwidth for long "
-          "single-request decode (its own kernel, not vLLM's)"}});
+    // V2 + reduce: both kernels' bytes over both kernels' time.
+    const auto fraction = [&](const perf::KernelEstimate& k, double us) {
+      if (!std::isfinite(us)) return json(nullptr);  // grouped falls back (32 KV heads)
+      return json((k.dram_bytes + e.reduce.dram_bytes) / (us * 1e3) / h200.memory_bandwidth_gbps);
+    };
+    bw.push_back({{"setting", std::string("h200, 1 sequence, 32 heads, ") + std::to_string(kv) +
+                                  " KV heads, 100,000 tokens, fp16"},
+                  {"model_v2_us", e.v2_us},
+                  {"model_bandwidth_fraction", fraction(e.v2, e.v2_us)},
+                  {"model_grouped_v2_us", nullable(e.v2_grouped_us)},
+                  {"model_grouped_bandwidth_fraction", fraction(e.v2_grouped, e.v2_grouped_us)},
+                  {"published",
+                   "FlashInfer: near-100% of peak bandwidth for long "
+                   "single-request decode (its own kernel, not vLLM's)"}});
   }
   return {{"times", rows}, {"bandwidth", bw}};
 }

@@ -3,7 +3,8 @@
 path instead of the profile's name, a GPU case without the model beside it, the
 emulator-checks grid not run, racecheck's hazard mode not running on every launch of it
 (kernels not instrumented: shown with PAGEDATTN_REPORT_CHECKS=none), memcheck's coverage
-misstated, and an audit or checks section that does not record the checkout's source digest).
+misstated, an audit or checks section that does not record the checkout's source digest, and
+the grouped-against-per-head data missing or wrong: see below).
 
 usage: /usr/bin/python3 check_data.py OUT_DIR
 """
@@ -72,6 +73,46 @@ else:
 for c in d["model"]["bi-v100"]["curves"]:
     if c["crossover_seq_len"] <= 0:
         bad.append(f"no crossover on bi-v100 at {c['num_seqs']} sequences")
+# Grouped against per head (issue 18), per profile: the four variants' curves on the model
+# grid, the crossovers, and the headline's grouped kernels. Catches the section missing, a
+# grouped curve that is the per-head one (grouped V2 must be faster at the headline length
+# with 8 KV heads), a grouped V2 time without its reduce (v2_grouped_us must exceed the
+# kernel's own), and the modelled choose_version not grouping at the headline.
+for p in ("bi-v100", "h200"):
+    m = d["model"][p]
+    g = m.get("grouped")
+    if not g or len(g["curves"]) != 2:
+        bad.append(f"{p}: grouped section {g and len(g['curves'])}")
+        continue
+    for c in g["curves"]:
+        t = c["time_us"]
+        if sorted(t) != ["V1", "V2", "grouped V1", "grouped V2"] or any(
+                len(v) != len(g["seq_len"]) for v in t.values()):
+            bad.append(f"{p}: grouped curves {sorted(t)}")
+        if len(c["crossovers"]) != 4:
+            bad.append(f"{p}: crossovers {c['crossovers']}")
+    at = g.get("at", [])
+    if len(at) != 8 or any(r["seq_len"] == 100000 and r["chosen"] != "grouped v2" for r in at):
+        bad.append(f"{p}: the by-length rows {at}")
+    hl = m["headline"]
+    if not hl["v2_grouped_us"] or not hl["v2_grouped_us"] < hl["v2_us"]:
+        bad.append(f"{p}: headline grouped V2 {hl['v2_grouped_us']} against V2 {hl['v2_us']}")
+    if not hl["v2_grouped_us"] > hl["v2_grouped"]["time_us"] or hl["v2_grouped"]["heads_per_block"] != 4:
+        bad.append(f"{p}: headline grouped V2 row {hl['v2_grouped']}")
+    head = [c for c in m["choices"] if c["num_seqs"] == 1 and c["seq_len"] == 100000]
+    if not head or not head[0]["modelled_grouped"] or "grouped V2" not in head[0]["grouped_reason"]:
+        bad.append(f"{p}: the modelled chooser does not group the headline: {head}")
+# bi-v100's headline as the READMEs quote it (the perfmodel test pins the model itself).
+if round(d["model"]["bi-v100"]["headline"]["v2_grouped_us"]) != 942:
+    bad.append("bi-v100 grouped headline")
+bw = {r["setting"]: r for r in d["published"]["bandwidth"]}
+b8 = [r for k, r in bw.items() if " 8 KV heads" in k]
+b32 = [r for k, r in bw.items() if " 32 KV heads" in k]
+if not b8 or b8[0]["model_grouped_bandwidth_fraction"] is None or \
+        not b8[0]["model_grouped_bandwidth_fraction"] > b8[0]["model_bandwidth_fraction"]:
+    bad.append(f"grouped bandwidth with 8 KV heads: {b8}")
+if not b32 or b32[0]["model_grouped_bandwidth_fraction"] is not None:
+    bad.append(f"grouped bandwidth with 32 KV heads (the kernels fall back: null): {b32}")
 if bad:
     print("FAIL: " + "; ".join(bad))
     sys.exit(1)

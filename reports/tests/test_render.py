@@ -6,7 +6,8 @@ Catches: a renderer crash on any section, an image linked instead of embedded, a
 PNG/SVG, a missing input rendered as a number instead of "not available", the targets table
 missing, a dry GPU run (the emulator in place of CUDA) presented as measurements, an input
 whose source digest differs from the checkout's (or that records none) not marked stale, a
-current one marked stale, a check that ran on only some launches shown as run.
+current one marked stale, a check that ran on only some launches shown as run, the grouped
+plots, crossovers or table missing.
 """
 import json
 import os
@@ -147,6 +148,32 @@ with tempfile.TemporaryDirectory() as tmp:
     check("stale: from commit 0123456789" in tight, "tightness of older kernels not marked stale")
     check("## Tightness" in summary and "| f32 | v1 | ours |" in summary,
           "tightness not in summary.md")
+    # Catches: the grouped-against-per-head plots or their crossovers missing, a profile
+    # without its plot, the headline's grouped kernels left out of the breakdown, or the
+    # crossover table not reaching summary.md (the fixture's "grouped" objects are the
+    # model's own output for bi-v100, h200 and a100).
+    for prof in ("bi-v100", "h200", "a100"):
+        for ext in ("png", "svg"):
+            p = os.path.join(out, f"model_grouped_{prof}.{ext}")
+            check(os.path.exists(p) and os.path.getsize(p) > 1000, f"model_grouped_{prof}.{ext} missing")
+    check("<h3>Grouped against per head</h3>" in page, "grouped section not rendered")
+    check("grouped V2 beats V2 from 3,888 tokens" in page,
+          "h200's grouped-V2-over-V2 crossover not stated in the caption")
+    check("grouped v2 (4 heads/block)" in page, "headline breakdown without the grouped kernels")
+    grouped_md = summary.split("## Grouped against per head (model)")[1].split("\n## ")[0] \
+        if "## Grouped against per head (model)" in summary else ""
+    grows = [ln for ln in grouped_md.split("\n\n")[1].split("\n") if ln.startswith("| ")] \
+        if grouped_md.count("\n\n") >= 1 else []
+    check(len(grows) == 1 + 6, f"grouped table in summary.md: {len(grows)} rows, want the "
+          "header and 3 profiles x 2 batches")
+    check(any(ln.startswith("| bi-v100 | 1 | 8,064 | 976 |") and "942." in ln for ln in grows),
+          "bi-v100's crossovers or its grouped headline time not in the grouped table")
+    # The lengths table the READMEs quote: V1 refused past its shared memory, the speedup
+    # of the best grouped over the best per-head variant, the modelled choice.
+    check("| bi-v100 | 1 | 100,000 | does not fit | 3,184.9 | does not fit | 942.4 | 3.38x | "
+          "grouped v2 |" in summary, "the grouped-by-length table is not in summary.md")
+    check("| h200 | 1 | 1,000 | 21.7 | 18.8 | 24.7 | 20.4 | 0.92x | v2 |" in summary,
+          "a length where the model keeps per head is not shown as such")
 
 with tempfile.TemporaryDirectory() as tmp:
     out = render(tmp, False)

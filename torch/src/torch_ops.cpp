@@ -245,11 +245,20 @@ pagedattn::DeviceFacts profile_facts(const std::string& profile) {
   return f;
 }
 
-std::tuple<std::string, std::string> choose_version(std::int64_t num_seqs, std::int64_t num_heads,
-                                                    std::int64_t head_size, std::int64_t block_size,
-                                                    std::int64_t max_seq_len,
-                                                    c10::string_view device,
-                                                    std::int64_t partition_size) {
+// The query dtype's element size for the grouped rule (the grouped kernels are built for
+// 2-byte queries only): torch's names, as Python's str(dtype) gives them without "torch.".
+int query_elem_bytes(const std::string& dtype) {
+  if (dtype == "float16" || dtype == "half" || dtype == "bfloat16") return 2;
+  if (dtype == "float32" || dtype == "float") return 4;
+  TORCH_CHECK_VALUE(false, "pagedattn: choose_version: dtype '", dtype,
+                    "' is not a query dtype; allowed: float16, bfloat16, float32");
+  return 0;
+}
+
+std::tuple<std::string, std::string, bool, std::string> choose_version(
+    std::int64_t num_seqs, std::int64_t num_heads, std::int64_t head_size, std::int64_t block_size,
+    std::int64_t max_seq_len, c10::string_view device, std::int64_t partition_size,
+    std::int64_t num_kv_heads, c10::string_view dtype) {
   const std::string dev(device);
   pagedattn::DeviceFacts facts;
   if (dev.rfind("cuda", 0) == 0) {
@@ -261,15 +270,23 @@ std::tuple<std::string, std::string> choose_version(std::int64_t num_seqs, std::
                         max_seq_len >= 0 && partition_size >= 1,
                     "pagedattn: choose_version needs num_seqs >= 0, num_heads, head_size, "
                     "block_size, partition_size >= 1 and max_seq_len >= 0");
+  // 0: one KV head per query head (nothing to group), as before the grouped kernels.
+  TORCH_CHECK_VALUE(num_kv_heads >= 0 && (num_kv_heads == 0 || num_heads % num_kv_heads == 0),
+                    "pagedattn: choose_version: num_kv_heads must be 0 (= num_heads) or divide "
+                    "num_heads (",
+                    num_heads, "), got ", num_kv_heads);
   pagedattn::Workload w;
   w.num_seqs = static_cast<int>(num_seqs);
   w.num_heads = static_cast<int>(num_heads);
+  w.num_kv_heads = static_cast<int>(num_kv_heads == 0 ? num_heads : num_kv_heads);
   w.head_size = static_cast<int>(head_size);
   w.block_size = static_cast<int>(block_size);
   w.max_seq_len = max_seq_len;
   w.partition_size = static_cast<int>(partition_size);
+  w.io_elem_bytes = query_elem_bytes(std::string(dtype));
   const pagedattn::VersionChoice c = pagedattn::choose_version(facts, w);
-  return {pagedattn::kernel_name(c.version), facts.name + ": " + c.reason};
+  return {pagedattn::kernel_name(c.version), facts.name + ": " + c.reason, c.grouped,
+          c.grouped_reason};
 }
 
 void set_profile(c10::string_view profile) {
@@ -323,11 +340,13 @@ TORCH_LIBRARY(pagedattn, m) {
   m.def(
       "paged_attention_reduce(Tensor! out, Tensor exp_sums, Tensor max_logits, Tensor tmp_out, "
       "Tensor seq_lens, int max_seq_len, int partition_size=512) -> ()");
-  // The project's V1/V2 rule (kernels/include/pagedattn/version_select.h) for a device:
-  // "" or "cpu" (the current profile), a profile name or file, or "cuda[:N]".
+  // The project's V1/V2 and grouped rule (kernels/include/pagedattn/version_select.h) for a
+  // device: "" or "cpu" (the current profile), a profile name or file, or "cuda[:N]".
+  // Returns (version, reason, grouped, grouped_reason).
   m.def(
       "choose_version(int num_seqs, int num_heads, int head_size, int block_size, "
-      "int max_seq_len, str device=\"\", int partition_size=512) -> (str, str)",
+      "int max_seq_len, str device=\"\", int partition_size=512, int num_kv_heads=0, "
+      "str dtype=\"float16\") -> (str, str, bool, str)",
       &pagedattn_torch::choose_version);
   m.def("set_profile(str profile) -> ()", &pagedattn_torch::set_profile);
   m.def("get_profile() -> str", &pagedattn_torch::get_profile);

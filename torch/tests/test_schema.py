@@ -162,6 +162,30 @@ class Versions(unittest.TestCase):
             with self.assertRaisesRegex(ValueError, "no CUDA backend"):
                 pa.choose_version(1, 8, 128, 16, 300, torch.device("cuda", 0))
 
+    def test_grouped_choice_is_the_library_rule(self):
+        # Cases of VersionSelect.GroupedWhereBuiltAndShared. Catches a binding that drops
+        # num_kv_heads or the dtype (grouped where the kernels fall back), or that does not
+        # return the grouped choice.
+        c = pa.choose_version(1, 32, 128, 16, 100000, "h200", num_kv_heads=8,
+                              dtype=torch.float16)
+        self.assertEqual((c.version, c.grouped), ("v2", True))
+        self.assertIn("once for 4 query heads", c.grouped_reason)
+        # 64 sequences at 4,000 tokens: per head V1 fills h200; grouped, rule 6 takes V2.
+        self.assertTrue(pa.use_v1(64, 32, 128, 16, 4000, "h200"))
+        self.assertFalse(pa.use_v1(64, 32, 128, 16, 4000, "h200", num_kv_heads=8,
+                                   dtype=torch.bfloat16))
+        f32 = pa.choose_version(1, 32, 128, 16, 100000, "h200", num_kv_heads=8,
+                                dtype=torch.float32)
+        self.assertFalse(f32.grouped)
+        self.assertIn("f16 and bf16", f32.grouped_reason)
+        mha = pa.choose_version(1, 32, 128, 16, 100000, "h200")
+        self.assertFalse(mha.grouped)
+        self.assertIn("one query head per KV head", mha.grouped_reason)
+        with self.assertRaisesRegex(ValueError, "num_kv_heads"):
+            pa.choose_version(1, 32, 128, 16, 100, "h200", num_kv_heads=5)
+        with self.assertRaisesRegex(ValueError, "dtype 'int8'.*float16, bfloat16, float32"):
+            pa.choose_version(1, 32, 128, 16, 100, "h200", num_kv_heads=8, dtype=torch.int8)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -110,6 +110,11 @@ class SwitchOn(unittest.TestCase):
                         short.seq_lens, short.max_seq_len, "auto", short.num_kv_heads,
                         short.scale, None, 1.0, 1.0)
                     self.assertEqual(calls, ["paged_attention_v1"])
+                    # The rule sees num_kv_heads and the query's dtype (the grouped choice):
+                    # catches a switch-on that calls use_v1 without them.
+                    text = read(os.path.join(root, switch_on.PAGED_ATTN))
+                    self.assertIn("num_kv_heads=num_kv_heads", text)
+                    self.assertIn("dtype=query.dtype", text)
 
     def test_unpatched_bi_v100_cannot_run_v2(self):
         # The baseline the helper replaces: its V2 raises, and V1 goes to vLLM's own _C.
@@ -187,8 +192,9 @@ class SwitchOn(unittest.TestCase):
     def test_refuses_undo_of_an_edited_patch(self):
         root = self.patched_package("vllm_0_6_3")
         path = os.path.join(root, switch_on.PAGED_ATTN)
-        text = read(path).replace("block_size, max_seq_len, query.device)",
-                                  "block_size, 99999, query.device)")
+        text = read(path).replace("block_size, max_seq_len, query.device,",
+                                  "block_size, 99999, query.device,")
+        self.assertNotEqual(text, read(path))
         with open(path, "w", encoding="utf-8") as f:
             f.write(text)
         code, err = helper("--vllm-root", root, "--out", os.path.join(self.tmp, "o"), "--undo")

@@ -57,9 +57,11 @@ using Workload = pagedattn::Workload;
 
 struct KernelEstimate {
   Kernel kernel = Kernel::v1;  // kernel_name(): "v1", "v2", "reduce"
+  bool grouped = false;        // the grouped kernel (Options::grouped; resources.h HeadGroups)
   bool launchable = true;
-  std::string reason;  // why not, when not launchable
+  std::string reason;  // why not, when not launchable (grouped: grouped_fallback_reason too)
   std::int64_t blocks = 0;
+  int heads_per_block = 1;  // query heads a block serves (grouped: HeadGroups::heads_per_block)
   int threads_per_block = 128;
   std::int64_t smem_bytes = 0;
   int resident_blocks_per_sm = 0;
@@ -67,6 +69,10 @@ struct KernelEstimate {
   double occupancy = 0;           // resident threads / max threads per SM
   double waves = 0;               // blocks / (SMs * resident blocks per SM)
   double dram_bytes = 0;          // unique bytes to and from device memory
+  // K and V bytes the blocks load, before any cache (what the emulator counts, emu/traffic.h):
+  // a KV head's span once per block that serves its heads, so ratio times per head, once
+  // (per head group) grouped.
+  double kv_load_bytes = 0;
   double flops = 0;
   double t_issue_us = 0;   // the busiest SM's block work
   double t_memory_us = 0;  // dram_bytes at the achievable bandwidth
@@ -79,15 +85,25 @@ struct KernelEstimate {
 
 struct Estimate {
   KernelEstimate v1, v2, reduce;
-  double v1_us = 0;  // infinity when V1 cannot launch
-  double v2_us = 0;  // V2 + reduce
+  KernelEstimate v1_grouped, v2_grouped;  // grouped V2 is followed by the same reduce
+  double v1_us = 0;                       // infinity when V1 cannot launch
+  double v2_us = 0;                       // V2 + reduce
+  double v1_grouped_us = 0;               // infinity where grouped V1 cannot launch or falls back
+  double v2_grouped_us = 0;               // grouped V2 + reduce; infinity likewise
 };
 
 Estimate estimate(const Device& device, const Workload& w);
 
-// The shortest max_seq_len (searched on a grid of `step` tokens up to `max_len`) from which V2's
-// modelled time is below V1's (or V1 stops fitting); 0 if V2 never wins up to max_len.
+// The four ways to run a call, for comparing modelled times.
+enum class Variant : std::uint8_t { v1, v2, v1_grouped, v2_grouped };
+const char* variant_name(Variant v);           // "V1", "V2", "grouped V1", "grouped V2"
+double time_us(const Estimate& e, Variant v);  // V2's include the reduce
+
+// The shortest max_seq_len (searched on a grid of `step` tokens up to `max_len`) from which
+// `later`'s modelled time is below `first`'s (by default: V2 below V1, or V1 stops
+// fitting); 0 if it never is up to max_len.
 std::int64_t crossover_seq_len(const Device& device, Workload w, std::int64_t max_len,
-                               std::int64_t step);
+                               std::int64_t step, Variant first = Variant::v1,
+                               Variant later = Variant::v2);
 
 }  // namespace pagedattn::perf

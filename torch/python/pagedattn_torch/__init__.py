@@ -61,7 +61,7 @@ paged_attention_v1 = _ops.paged_attention_v1
 paged_attention_v2 = _ops.paged_attention_v2
 paged_attention_reduce = _ops.paged_attention_reduce
 
-VersionChoice = namedtuple("VersionChoice", ["version", "reason"])
+VersionChoice = namedtuple("VersionChoice", ["version", "reason", "grouped", "grouped_reason"])
 
 
 def _device_string(device):
@@ -74,26 +74,33 @@ def _device_string(device):
     return str(device)
 
 
+def _dtype_string(dtype):
+    if dtype is None:
+        return "float16"
+    return str(dtype).replace("torch.", "")
+
+
 def choose_version(num_seqs, num_heads, head_size, block_size, max_seq_len, device=None,
-                   partition_size=PARTITION_SIZE):
-    """The project's V1/V2 rule (kernels/include/pagedattn/version_select.h), computed by
-    the C++ library for `device`: None or a CPU device (the current profile), a profile
-    name or .json path, or a CUDA device (its own properties; CUDA builds only).
-    Returns VersionChoice(version="v1"|"v2", reason)."""
+                   partition_size=PARTITION_SIZE, num_kv_heads=None, dtype=None):
+    """The project's V1/V2 and grouped rule (kernels/include/pagedattn/version_select.h),
+    computed by the C++ library for `device`: None or a CPU device (the current profile), a
+    profile name or .json path, or a CUDA device (its own properties; CUDA builds only).
+    num_kv_heads None: one per query head (nothing to group); dtype: the query's (None:
+    float16). Returns VersionChoice(version="v1"|"v2", reason, grouped, grouped_reason)."""
     dev = _device_string(device)
     if dev == "meta":
         dev = ""
-    version, reason = _ops.choose_version(int(num_seqs), int(num_heads), int(head_size),
-                                          int(block_size), int(max_seq_len), dev,
-                                          int(partition_size))
-    return VersionChoice(version, reason)
+    version, reason, grouped, grouped_reason = _ops.choose_version(
+        int(num_seqs), int(num_heads), int(head_size), int(block_size), int(max_seq_len), dev,
+        int(partition_size), int(num_kv_heads or 0), _dtype_string(dtype))
+    return VersionChoice(version, reason, bool(grouped), grouped_reason)
 
 
 def use_v1(num_seqs, num_heads, head_size, block_size, max_seq_len, device=None,
-           partition_size=PARTITION_SIZE):
+           partition_size=PARTITION_SIZE, num_kv_heads=None, dtype=None):
     """choose_version(...) == "v1", the boolean vLLM's paged_attn.py wants."""
     return choose_version(num_seqs, num_heads, head_size, block_size, max_seq_len, device,
-                          partition_size).version == "v1"
+                          partition_size, num_kv_heads, dtype).version == "v1"
 
 
 def set_profile(name):

@@ -15,7 +15,8 @@ What the patch does:
   paged_attn.py    the `use_v1 = ...` statement in PagedAttention.forward_decode (vLLM's
                    heuristic, or BI-V100's hard-coded True) becomes the project's rule,
                    pagedattn_torch.use_v1(num_seqs, num_heads, head_size, block_size,
-                   max_seq_len, query.device).
+                   max_seq_len, query.device, num_kv_heads=..., dtype=query.dtype): the
+                   V1/V2 choice made with the grouped kernels' grid where they apply.
 
 Files that do not look as expected are refused, saying what was looked for. Every patch
 is checked to parse and to undo to the original byte for byte before anything is written.
@@ -42,7 +43,8 @@ V1_PARAMS = ["out", "query", "key_cache", "value_cache", "num_kv_heads", "scale"
              "kv_cache_dtype", "k_scale", "v_scale"]
 V2_PARAMS = V1_PARAMS[:1] + ["exp_sum", "max_logits", "tmp_out"] + V1_PARAMS[1:]
 # What the replacement rule reads inside forward_decode.
-RULE_NAMES = ["num_seqs", "num_heads", "head_size", "block_size", "max_seq_len", "query"]
+RULE_NAMES = ["num_seqs", "num_heads", "head_size", "block_size", "max_seq_len", "query",
+              "num_kv_heads"]
 # pagedattn's V2 partitions are 512 tokens; vLLM sizes exp_sums/tmp_out by its own.
 PARTITION_SIZE = 512
 
@@ -199,7 +201,9 @@ def patch_paged_attn(text, path):
     block = [indent + BEGIN + ": the project's V1/V2 rule replaces"]
     block += [ORIG + l.rstrip("\n") for l in lines[first:last]]
     block += [indent + "use_v1 = _pagedattn_torch.use_v1(num_seqs, num_heads, head_size,",
-              indent + "                                 block_size, max_seq_len, query.device)",
+              indent + "                                 block_size, max_seq_len, query.device,",
+              indent + "                                 num_kv_heads=num_kv_heads,",
+              indent + "                                 dtype=query.dtype)",
               indent + END]
     imp = imports[0].end_lineno  # the line after the ops import
     if not lines[last - 1].endswith("\n"):
