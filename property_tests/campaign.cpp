@@ -16,6 +16,7 @@
 #include <CLI/CLI.hpp>
 
 #include <chrono>
+#include <ctime>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -47,6 +48,14 @@ std::uint64_t mix(std::uint64_t x) {
   return x ^ (x >> 31);
 }
 
+// CPU seconds of the process, its emulator threads included: what a property costs whatever
+// else shares the cores (the wall clock measures the neighbours too).
+double cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
 json run_one(const PropertyDef& def, std::uint64_t seed, int cases, const std::string& shard) {
   double worst = -1;
   PropertyDef tracked{def.name,
@@ -56,7 +65,9 @@ json run_one(const PropertyDef& def, std::uint64_t seed, int cases, const std::s
                         worst = std::max(worst, observation().worst);
                       },
                       cases};
+  const double cpu0 = cpu_seconds();
   const RunResult r = run_property(tracked, seed, cases);
+  const double cpu = cpu_seconds() - cpu0;
   json row = {{"name", def.name},
               {"seed", seed},
               {"shard", shard},
@@ -64,6 +75,7 @@ json run_one(const PropertyDef& def, std::uint64_t seed, int cases, const std::s
               {"discards", r.discards},
               {"failures", r.passed ? 0 : 1},
               {"seconds", r.seconds},
+              {"cpu_seconds", cpu},
               {"cases_per_s", r.seconds > 0 ? r.cases / r.seconds : 0.0},
               {"worst_err_over_bound", nullptr},
               {"worst_case", nullptr},
@@ -152,7 +164,7 @@ json merge(const std::vector<std::string>& files) {
   bool complete = true;
   for (const auto& name : order) {
     json m = {{"name", name},          {"cases", 0},          {"discards", 0},
-              {"failures", 0},         {"seconds", 0.0},      {"worst_err_over_bound", nullptr},
+              {"failures", 0},         {"seconds", 0.0},      {"cpu_seconds", 0.0},      {"worst_err_over_bound", nullptr},
               {"worst_case", nullptr}, {"reproduce", nullptr}};
     const json* pick = nullptr;  // a failure first, else the largest worst_err_over_bound
     for (const json& p : rows[name]) {
@@ -160,6 +172,7 @@ json merge(const std::vector<std::string>& files) {
       m["discards"] = m["discards"].get<long>() + p.at("discards").get<long>();
       m["failures"] = m["failures"].get<long>() + p.at("failures").get<long>();
       m["seconds"] = m["seconds"].get<double>() + p.at("seconds").get<double>();
+      m["cpu_seconds"] = m["cpu_seconds"].get<double>() + p.value("cpu_seconds", 0.0);
       const bool failed = p.at("failures").get<long>() > 0;
       const bool pick_failed = pick && (*pick)["failures"].get<long>() > 0;
       if (failed && !pick_failed) {
