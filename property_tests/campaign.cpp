@@ -163,9 +163,15 @@ json merge(const std::vector<std::string>& files) {
   }
   bool complete = true;
   for (const auto& name : order) {
-    json m = {{"name", name},          {"cases", 0},          {"discards", 0},
-              {"failures", 0},         {"seconds", 0.0},      {"cpu_seconds", 0.0},      {"worst_err_over_bound", nullptr},
-              {"worst_case", nullptr}, {"reproduce", nullptr}};
+    json m = {{"name", name},
+              {"cases", 0},
+              {"discards", 0},
+              {"failures", 0},
+              {"seconds", 0.0},
+              {"cpu_seconds", 0.0},
+              {"worst_err_over_bound", nullptr},
+              {"worst_case", nullptr},
+              {"reproduce", nullptr}};
     const json* pick = nullptr;  // a failure first, else the largest worst_err_over_bound
     for (const json& p : rows[name]) {
       m["cases"] = m["cases"].get<long>() + p.at("cases").get<long>();

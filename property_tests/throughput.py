@@ -6,7 +6,9 @@ EMU_THREADS=1, and is timed by its CPU seconds (the campaign's cpu_seconds: the 
 threads, from the kernel's accounting, around the property's run), not by the wall clock: on cores shared with other jobs the wall
 clock measures the neighbours, CPU seconds measure the work. With --before, the two binaries
 run one property after the other (before, after, next property), so both see the same machine
-and the ratio is measured in one run. The campaign estimate is the CPU seconds that N cases of
+and the ratio is measured in one run; both draw the same seed, and each property's worst case
+(its err/bound to the last digit and RapidCheck's text of it) must agree: a change that only
+makes the suite faster draws and judges the same cases (same_cases; a mismatch is printed). The campaign estimate is the CPU seconds that N cases of
 every property take, spread over --cores cores (run_campaign.sh shards a campaign that way:
 every shard runs every property, one core each).
 
@@ -17,6 +19,7 @@ every shard runs every property, one core each).
 import argparse
 import json
 import os
+import re
 import resource
 import subprocess
 import sys
@@ -50,7 +53,13 @@ def measure(binary, prop, cases, seed, env):
     # The campaign's own CPU seconds of the property (no process start, no worst-case replay);
     # the process's where the binary records none.
     cpu = row.get("cpu_seconds", cpu)
-    return {"cases": row["cases"], "cpu_seconds": cpu, "cases_per_cpu_s": row["cases"] / cpu}
+    return {"cases": row["cases"], "cpu_seconds": cpu, "cases_per_cpu_s": row["cases"] / cpu,
+            "worst": [row.get("worst_err_over_bound"), same_case_text(row.get("worst_case"))]}
+
+
+def same_case_text(text):
+    """The worst case as RapidCheck prints it, without the campaign's source line."""
+    return None if text is None else re.sub(r"campaign\.cpp:\d+", "campaign.cpp", text)
 
 
 def main():
@@ -77,6 +86,14 @@ def main():
         if a.before:
             row["before"] = measure(a.before, p, a.cases, a.seed, env)
         row["after"] = measure(a.after, p, a.cases, a.seed, env)
+        if a.before and row["before"]["worst"] != row["after"]["worst"]:
+            # Same seed, same cases: a faster suite that draws and judges the same cases finds
+            # the same worst case with the same err/bound, to the last digit.
+            row["same_cases"] = False
+            print("throughput.py: %s: the worst case differs between the binaries: %r vs %r"
+                  % (p, row["before"]["worst"][0], row["after"]["worst"][0]), file=sys.stderr)
+        elif a.before:
+            row["same_cases"] = True
         table.append(row)
         print("%-40s %s" % (p, "  ".join("%s %.1f cases/CPU-s" % (k, row[k]["cases_per_cpu_s"])
                                           for k in ("before", "after") if k in row)),
