@@ -18,6 +18,7 @@
 #include <CLI/CLI.hpp>
 
 #include <chrono>
+#include <ctime>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -73,6 +74,14 @@ RatioHistogram histogram_of(const json& j) {
   return h;
 }
 
+// CPU seconds of the process, its emulator threads included: what a property costs whatever
+// else shares the cores (the wall clock measures the neighbours too).
+double cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
 json run_one(const PropertyDef& def, std::uint64_t seed, int cases, const std::string& shard) {
   double worst = -1;
   std::map<std::string, RatioHistogram> by_tag;  // over the passing cases
@@ -84,7 +93,9 @@ json run_one(const PropertyDef& def, std::uint64_t seed, int cases, const std::s
                         for (const auto& [tag, h] : observation().by_tag) by_tag[tag].add(h);
                       },
                       cases};
+  const double cpu0 = cpu_seconds();
   const RunResult r = run_property(tracked, seed, cases);
+  const double cpu = cpu_seconds() - cpu0;
   json row = {{"name", def.name},
               {"seed", seed},
               {"shard", shard},
@@ -92,6 +103,7 @@ json run_one(const PropertyDef& def, std::uint64_t seed, int cases, const std::s
               {"discards", r.discards},
               {"failures", r.passed ? 0 : 1},
               {"seconds", r.seconds},
+              {"cpu_seconds", cpu},
               {"cases_per_s", r.seconds > 0 ? r.cases / r.seconds : 0.0},
               {"worst_err_over_bound", nullptr},
               {"worst_case", nullptr},
@@ -181,9 +193,15 @@ json merge(const std::vector<std::string>& files) {
   }
   bool complete = true;
   for (const auto& name : order) {
-    json m = {{"name", name},          {"cases", 0},          {"discards", 0},
-              {"failures", 0},         {"seconds", 0.0},      {"worst_err_over_bound", nullptr},
-              {"worst_case", nullptr}, {"reproduce", nullptr}};
+    json m = {{"name", name},
+              {"cases", 0},
+              {"discards", 0},
+              {"failures", 0},
+              {"seconds", 0.0},
+              {"cpu_seconds", 0.0},
+              {"worst_err_over_bound", nullptr},
+              {"worst_case", nullptr},
+              {"reproduce", nullptr}};
     const json* pick = nullptr;  // a failure first, else the largest worst_err_over_bound
     std::map<std::string, RatioHistogram> by_tag;
     for (const json& p : rows[name]) {
@@ -193,6 +211,7 @@ json merge(const std::vector<std::string>& files) {
       m["discards"] = m["discards"].get<long>() + p.at("discards").get<long>();
       m["failures"] = m["failures"].get<long>() + p.at("failures").get<long>();
       m["seconds"] = m["seconds"].get<double>() + p.at("seconds").get<double>();
+      m["cpu_seconds"] = m["cpu_seconds"].get<double>() + p.value("cpu_seconds", 0.0);
       const bool failed = p.at("failures").get<long>() > 0;
       const bool pick_failed = pick && (*pick)["failures"].get<long>() > 0;
       if (failed && !pick_failed) {

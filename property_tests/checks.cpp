@@ -21,10 +21,12 @@ void assert_within(const Verdict& v, const std::string& what) {
 
 void assert_kernels_within(const Case& c, const ref::Output& ex, const Options& options,
                            const std::string& profile, const std::string& what) {
+  const testing::Magnitudes m = testing::magnitudes(c);  // the case's, once for every kernel
   for (const KernelUnderTest& k : kernels_under_test(c)) {
     const Options o = k.options(options);
-    assert_within(err_over_bound(c, run(c, k.kernel, o, profile).out, ex,
-                                 element_bounds(c, k.kernel, o, ex, profile)),
+    const std::vector<double> bounds = testing::element_bounds(
+        c, m, testing::bound_setup(k.kernel, o, profile), ex.value, ex.value_err);
+    assert_within(err_over_bound(c, run(c, k.kernel, o, profile).out, ex, bounds),
                   what + " " + k.name);
   }
 }

@@ -115,11 +115,14 @@ PAGEDATTN_PROPERTY(prop_fold_partitions_softmax, 150) {
                   ") exact (" + std::to_string(m_ex) + ", " + std::to_string(s_ex) +
                   "): err/bound " + std::to_string(m_r) + ", " + std::to_string(s_r));
         }
+        // The row's coefficients once (kernel_error_bound(c, r, e) is by definition
+        // element_bound(row_bound(c, r), e), bound.h).
+        const bound::RowBound v1_row = bound::row_bound(v1_config, mag);
         for (int d = 0; d < D; ++d) {
           const double want = rp.o[ri * D + d], got = o.tmp(i * D + d);
           bound::ElementMagnitudes m = el[d];
           m.abs_exact = std::fabs(want) * (1 + 0x1p-52);  // rp.o is the nearest double
-          const double b = bound::kernel_error_bound(v1_config, mag, m).fp32;
+          const double b = bound::element_bound(v1_row, m).fp32;
           const double r = got == want ? 0 : std::fabs(got - want) / b;
           observe(r, "partition state o");
           if (!(r <= 1)) {
@@ -274,23 +277,26 @@ PAGEDATTN_PROPERTY(prop_gqa_repeat_kv, 125) {
   Spec s = *gen_spec();
   if (s.gqa == 1) s.gqa = 2;
   const Case p = build(s);
-  Spec r = s;
-  r.num_kv_heads = s.num_heads();
-  r.gqa = 1;
-  Case q = build(r);  // same shapes; values replaced below
-  q.query = p.query;
-  q.block_tables = p.block_tables;
+  // The repeated problem: p with num_kv_heads = num_heads, KV head h's block chunks (each
+  // contiguous in both caches, kv_layout.h) copied byte for byte from p's head h / gqa.
+  // Everything else (query, tables, lengths, slopes, scales) is p's.
+  Case q = p;
+  q.num_kv_heads = s.num_heads();
+  const testing::KvLayout from = p.layout(), to = q.layout();
+  const std::size_t es = traits(p.cache_element()).size;
+  const std::size_t kn = static_cast<std::size_t>(from.key_block_elements() / p.num_kv_heads) * es,
+                    vn =
+                        static_cast<std::size_t>(from.value_block_elements() / p.num_kv_heads) * es;
+  q.key_cache.assign(static_cast<std::size_t>(p.num_blocks * to.key_block_elements()) * es, 0);
+  q.value_cache.assign(static_cast<std::size_t>(p.num_blocks * to.value_block_elements()) * es, 0);
   for (std::int64_t blk = 0; blk < p.num_blocks; ++blk) {
-    for (int h = 0; h < r.num_kv_heads; ++h) {
-      for (int slot = 0; slot < s.block_size; ++slot) {
-        for (int d = 0; d < s.head_size; ++d) {
-          const Block b{blk};
-          const Slot sl{slot};
-          const Dim dim{d};
-          q.set_key(b, KvHead{h}, sl, dim, p.key(b, KvHead{h / s.gqa}, sl, dim));
-          q.set_value(b, KvHead{h}, sl, dim, p.value(b, KvHead{h / s.gqa}, sl, dim));
-        }
-      }
+    for (int h = 0; h < q.num_kv_heads; ++h) {
+      const Block b{blk};
+      const KvHead src{h / s.gqa}, dst{h};
+      std::memcpy(&q.key_cache[to.key(b, dst, Slot{0}, Dim{0}) * es],
+                  &p.key_cache[from.key(b, src, Slot{0}, Dim{0}) * es], kn);
+      std::memcpy(&q.value_cache[to.value(b, dst, Slot{0}, Dim{0}) * es],
+                  &p.value_cache[from.value(b, src, Slot{0}, Dim{0}) * es], vn);
     }
   }
   const Options opt = s.options();

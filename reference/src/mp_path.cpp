@@ -9,7 +9,9 @@
 //   S_hat = recursive sum of w_i:  |S_hat - sum w| <= gamma_N sum w, sum w <= S_hat / (1-gamma_N)
 //   E_S   = (gamma_N + u) Sw_up + Z tiny                      >= |S_hat - sum W|
 //   N_hat = recursive sum of RN(w_i v_i): each product within u of itself, the sum within
-//           gamma_N sum |RN(w v)| <= gamma_N (1+u) T, T = sum w |v|; the weights add u T:
+//           gamma_N sum |RN(w v)| <= gamma_N (1+u) T, T = sum w |v|; the weights add u T.
+//           T_up = (1+u) RU(sum |RN(w_i v_i)|) >= T (|x| <= (1+u) |RN(x)|): the products
+//           N_hat adds, not a second, upward-rounded product per term:
 //   E_N   = (gamma_N (1+u) + 2u + u^2) T_up + Z tiny 2^145    >= |N_hat - sum W v|
 //           (|v| < 2^145 for every finite dequantized value)
 //   y_hat = RN(N_hat / S_hat); with y = sum W v / sum W:
@@ -264,12 +266,13 @@ MpHead mp_head(const View& v, int s, int h, int t0, int t1, const std::vector<in
       mpfr_set_zero(N, 1);
       mpfr_set_zero(T, 1);
       for (int i = 0; i < n; ++i) {
-        double vv = V[size_t(i) * nd + j];
-        mpfr_mul_d(pr, w[i], vv, MPFR_RNDN);
+        mpfr_mul_d(pr, w[i], V[size_t(i) * nd + j], MPFR_RNDN);
         mpfr_add(N, N, pr, MPFR_RNDN);
-        mpfr_mul_d(pt, w[i], std::fabs(vv), MPFR_RNDU);
-        mpfr_add(T, T, pt, MPFR_RNDU);
+        mpfr_abs(pr, pr, MPFR_RNDN);  // exact
+        mpfr_add(T, T, pr, MPFR_RNDU);
       }
+      mpfr_add_ui(pt, u, 1, MPFR_RNDU);
+      mpfr_mul(T, T, pt, MPFR_RNDU);  // T_up = (1+u) RU(sum |RN(w v)|)
       Mp EN, y(p), e, Y, den;
       mpfr_mul(EN, cN, T, MPFR_RNDU);
       mpfr_add(EN, EN, tinyv, MPFR_RNDU);

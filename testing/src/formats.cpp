@@ -5,12 +5,12 @@
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace pagedattn::testing {
-namespace {
+namespace detail {
 
-// Indexed by DType's first five values (f32, f16, bf16, fp8_e4m3, fp8_e5m2).
-const FormatTraits kTraits[] = {
+const FormatTraits kFormats[5] = {
     {DType::f32, "float32", "f32", 4, 24, -126, 127, FLT_MAX, 0x1p-149, 0x1p-24, true, 0x7fc00000u,
      ref::DType::f32, bound::Format::f32},
     {DType::f16, "float16", "f16", 2, 11, -14, 15, 65504.0, 0x1p-24, 0x1p-11, true, 0x7e00u,
@@ -23,21 +23,45 @@ const FormatTraits kTraits[] = {
      0x7fu, ref::DType::fp8_e5m2, bound::Format::fp8_e5m2},
 };
 
-}  // namespace
-
-const FormatTraits& traits(DType t) {
-  const auto i = static_cast<std::size_t>(t);
-  if (i >= sizeof kTraits / sizeof kTraits[0]) {
-    throw std::invalid_argument(std::string("pagedattn::testing: dtype ") + dtype_name(t) +
-                                " holds no element format (f32, f16, bf16, fp8_e4m3, "
-                                "fp8_e5m2; an fp8 cache's uint8 bytes are read as one of the "
-                                "fp8 formats)");
-  }
-  return kTraits[i];
+void throw_no_format(DType t) {
+  throw std::invalid_argument(std::string("pagedattn::testing: dtype ") + dtype_name(t) +
+                              " holds no element format (f32, f16, bf16, fp8_e4m3, "
+                              "fp8_e5m2; an fp8 cache's uint8 bytes are read as one of the "
+                              "fp8 formats)");
 }
 
+const float* decode_table(DType t) {
+  auto make = [](float (*dec)(std::uint16_t), int count) {
+    std::vector<float> v(static_cast<std::size_t>(count));
+    for (int b = 0; b < count; ++b)
+      v[static_cast<std::size_t>(b)] = dec(static_cast<std::uint16_t>(b));
+    return v;
+  };
+  static const std::vector<float>
+      f16 = make(f16_bits_to_float, 65536),
+      bf16 = make(bf16_bits_to_float, 65536),
+      e4m3 = make([](std::uint16_t b) { return fp8_e4m3_to_float(static_cast<std::uint8_t>(b)); },
+                  256),
+      e5m2 = make([](std::uint16_t b) { return fp8_e5m2_to_float(static_cast<std::uint8_t>(b)); },
+                  256);
+  switch (t) {
+    case DType::f16:
+      return f16.data();
+    case DType::bf16:
+      return bf16.data();
+    case DType::fp8_e4m3:
+      return e4m3.data();
+    case DType::fp8_e5m2:
+      return e5m2.data();
+    default:
+      return nullptr;
+  }
+}
+
+}  // namespace detail
+
 bool parse_short_name(const std::string& name, DType* out) {
-  for (const FormatTraits& f : kTraits) {
+  for (const FormatTraits& f : detail::kFormats) {
     if (name == f.short_name) {
       *out = f.dtype;
       return true;
@@ -58,12 +82,10 @@ double decode(DType t, const void* base, std::size_t i) {
     case DType::bf16: {
       std::uint16_t h;
       std::memcpy(&h, bytes + 2 * i, 2);
-      return t == DType::f16 ? f16_bits_to_float(h) : bf16_bits_to_float(h);
+      return detail::decode_table(t)[h];
     }
-    case DType::fp8_e4m3:
-      return fp8_e4m3_to_float(bytes[i]);
-    default:  // fp8_e5m2 (traits() refused the rest)
-      return fp8_e5m2_to_float(bytes[i]);
+    default:  // fp8_e4m3, fp8_e5m2 (traits() refused the rest)
+      return detail::decode_table(t)[bytes[i]];
   }
 }
 

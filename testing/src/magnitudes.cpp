@@ -43,40 +43,11 @@ constexpr bool kHasF16c = false;
 void f16_run_f16c(const std::uint8_t*, std::int64_t, double, double*) {}
 #endif
 
-// Every element of a 16- or 8-bit format, decoded once by the library's decoder.
-const std::vector<float>& decode_table(DType t) {
-  auto make = [](DType f, int count) {
-    std::vector<float> v(static_cast<std::size_t>(count));
-    for (int b = 0; b < count; ++b) {
-      const std::uint16_t bits = static_cast<std::uint16_t>(b);
-      std::uint8_t bytes[2];
-      std::memcpy(bytes, &bits, 2);
-      v[static_cast<std::size_t>(b)] = static_cast<float>(decode(f, bytes, 0));
-    }
-    return v;
-  };
-  static const std::vector<float> f16 = make(DType::f16, 65536), bf16 = make(DType::bf16, 65536),
-                                  e4m3 = make(DType::fp8_e4m3, 256),
-                                  e5m2 = make(DType::fp8_e5m2, 256), none;
-  switch (t) {
-    case DType::f16:
-      return f16;
-    case DType::bf16:
-      return bf16;
-    case DType::fp8_e4m3:
-      return e4m3;
-    case DType::fp8_e5m2:
-      return e5m2;
-    default:
-      return none;
-  }
-}
-
 // Elements [i, i + count) of a cache times `scale` (exact: a float or fp8 value times a
 // float scale is exact in double) into out.
 void decode_run(DType t, const std::uint8_t* bytes, std::int64_t i, std::int64_t count,
                 double scale, double* out) {
-  const float* table = decode_table(t).data();
+  const float* table = detail::decode_table(t);
   switch (t) {
     case DType::f32:
       for (std::int64_t j = 0; j < count; ++j) {

@@ -32,10 +32,24 @@ struct FormatTraits {
   bound::Format bound;     // the proven bound's name of the format
 };
 
+namespace detail {
+// Indexed by DType's first five values (f32, f16, bf16, fp8_e4m3, fp8_e5m2).
+extern const FormatTraits kFormats[5];
+[[noreturn]] void throw_no_format(DType t);
+// Every element of a 16- or 8-bit format as float, decoded once by the kernels' exact
+// decoder (pagedattn/dtypes.h); null for f32. Cases are built and read element by element,
+// millions per property case: a lookup instead of the decoder's branches and scalbn.
+const float* decode_table(DType t);
+}  // namespace detail
+
 // The row of an element format. Throws std::invalid_argument naming the dtype for u8 and
 // i32: raw bytes and indices hold no element format (an fp8 cache's u8 bytes are read as
-// fp8_e4m3 or fp8_e5m2, which cache_element() names).
-const FormatTraits& traits(DType t);
+// fp8_e4m3 or fp8_e5m2, which cache_element() names). Inline: it is on every element's path.
+inline const FormatTraits& traits(DType t) {
+  const auto i = static_cast<std::size_t>(t);
+  if (i >= sizeof detail::kFormats / sizeof detail::kFormats[0]) detail::throw_no_format(t);
+  return detail::kFormats[i];
+}
 
 // The format whose short_name is `name`; false when none is.
 bool parse_short_name(const std::string& name, DType* out);
