@@ -36,19 +36,25 @@ inline const std::vector<KernelUnderTest>& kernels_under_test() {
   return k;
 }
 
-// The entries that launch something of their own on c: the grouped ones only where
-// Options::grouped launches the grouped kernels (grouped_fallback_reason, resources.h);
-// elsewhere they would rerun the per-head kernels, the same bits at the same cost. The
-// checks loop over this, so the grouped entries add runs only on GQA cases at the grouped
-// shapes (f16/bf16, head 64/128/256, block 16), not a second copy of every run.
-inline std::vector<KernelUnderTest> kernels_under_test(const Case& c) {
+// Why Options::grouped runs the per-head kernels on c's shape (grouped_fallback_reason,
+// resources.h), or nullptr where it launches the grouped kernels.
+inline const char* grouped_fallback(const Case& c) {
   Workload w;
   w.num_heads = c.num_heads;
   w.num_kv_heads = c.num_kv_heads;
   w.head_size = c.head_size;
   w.block_size = c.block_size;
   w.io_elem_bytes = static_cast<int>(dtype_size(c.scalar));
-  const bool grouped = grouped_fallback_reason(w) == nullptr;
+  return grouped_fallback_reason(w);
+}
+
+// The entries that launch something of their own on c: the grouped ones only where
+// Options::grouped launches the grouped kernels (grouped_fallback_reason, resources.h);
+// elsewhere they would rerun the per-head kernels, the same bits at the same cost. The
+// checks loop over this, so the grouped entries add runs only on GQA cases at the grouped
+// shapes (f16/bf16, head 64/128/256, block 16), not a second copy of every run.
+inline std::vector<KernelUnderTest> kernels_under_test(const Case& c) {
+  const bool grouped = grouped_fallback(c) == nullptr;
   std::vector<KernelUnderTest> r;
   for (const KernelUnderTest& k : kernels_under_test())
     if (!k.grouped || grouped) r.push_back(k);
