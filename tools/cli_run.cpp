@@ -169,7 +169,8 @@ void call_kernel(const Call& c, const Case& r, pagedattn::Kernel k, const Output
   bool grouped = false;
   for (const emu::LaunchTraffic& t : emu::take_launch_traffic())
     grouped |= t.kernel.find("grouped_attention_kernel") != std::string::npos;
-  const char* why = pagedattn::testing::grouped_fallback(r);
+  const char* why = pagedattn::testing::grouped_fallback(
+      r, k, emu::load_profile(c.s->profile).warp_size, o.partition_size);
   std::cout << pagedattn::kernel_name(k) << ": "
             << (grouped ? "grouped kernels launched"
                         : std::string("per-head kernels launched (") + (why ? why : "?") + ")")

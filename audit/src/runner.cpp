@@ -76,13 +76,15 @@ double max_abs_diff(DType dtype, const std::vector<std::uint8_t>& a,
 
 // What a case ran on: the inputs' shape and kind, the kernel and where it ran.
 CaseResult describe_case(const testing::Case& in, const Origin& origin, const KernelVariant& kernel,
-                         const std::string& profile, const std::string& backend, int partition_size,
-                         const std::string& numerics) {
+                         const std::string& profile, int warp_size, const std::string& backend,
+                         int partition_size, const std::string& numerics) {
   CaseResult r;
   r.kernel = kernel.kernel;
   r.variant = kernel.variant();
   if (kernel.grouped) {
-    if (const char* why = testing::grouped_fallback(in)) r.grouped_fallback = why;
+    const Kernel k = kernel.kernel == "v1" ? Kernel::v1 : Kernel::v2;
+    const int P = partition_size ? partition_size : Options{}.partition_size;
+    if (const char* why = testing::grouped_fallback(in, k, warp_size, P)) r.grouped_fallback = why;
   }
   r.profile = profile;
   r.backend = backend;
@@ -165,7 +167,8 @@ std::vector<CaseResult> run_inputs(const Config& c, const testing::Case& in, con
       for (int P : parts) {
         for (const NumericsVariant& num : numerics) {
           for (int k : c.exp_ulps) {
-            CaseResult r = describe_case(in, origin, kernel, prof.name, c.backend, P, num.name);
+            CaseResult r = describe_case(in, origin, kernel, prof.name, prof.warp_size, c.backend,
+                                         P, num.name);
             emu::math::ExpModel em;
             if (k > 0) {
               em.mode = c.exp_mode == "up"     ? emu::math::ExpModel::Mode::up
@@ -235,7 +238,7 @@ std::vector<CaseResult> run_inputs(const Config& c, const testing::Case& in, con
     const std::vector<int> parts = kernel.kernel == "v1" ? std::vector<int>{0} : c.partition_sizes;
     for (int P : parts) {
       for (const NumericsVariant& num : numerics) {
-        CaseResult r = describe_case(in, origin, kernel, device_name, "cuda", P, num.name);
+        CaseResult r = describe_case(in, origin, kernel, device_name, 32, "cuda", P, num.name);
         r.exp_mode = "device";
         Options opt;
         opt.numerics = num.numerics;
