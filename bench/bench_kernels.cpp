@@ -28,15 +28,7 @@ using namespace pagedattn::testing;
 const Case& headline(int tokens) {
   static Case cases[2];
   Case& c = cases[tokens == 1001 ? 0 : 1];
-  if (c.num_heads == 0) {
-    UniformSpec s;
-    s.scalar = DType::f16;
-    s.head_size = 128;
-    s.num_heads = 32;
-    s.num_kv_heads = 8;
-    s.seq_lens = {tokens};
-    c = uniform_case(s);
-  }
+  if (c.num_heads == 0) c = uniform_case(headline_spec(tokens));
   return c;
 }
 
