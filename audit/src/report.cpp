@@ -151,19 +151,18 @@ std::string to_json(const std::vector<CaseResult>& cases, const std::string& com
 
 std::string to_csv(const std::vector<CaseResult>& cases) {
   std::ostringstream os;
-  os << "kernel,variant,grouped_fallback,profile,backend,dtype,kv_cache_dtype,num_seqs,num_heads,"
-        "num_kv_heads,head_size,"
+  os << "kernel,profile,backend,dtype,kv_cache_dtype,num_seqs,num_heads,num_kv_heads,head_size,"
         "block_size,seq_len,partition_size,alibi,distribution,seed,numerics,exp_mode,"
         "exp_max_ulp,exp_seed,status,launched,reason,max_abs_err,mean_abs_err,max_ulp_err,"
         "max_rel_err,nonfinite,bound,err_over_bound,time_s,ref_time_s,"
-        "gpu_vs_emulator_max_abs_diff\n";
+        "gpu_vs_emulator_max_abs_diff,variant,grouped_fallback\n";
   for (const CaseResult& r : cases) {
     const bool m = r.metrics.has_value();
     const auto met = [&](double v) { return m ? num_text(v) : std::string(); };
-    os << r.kernel << ',' << r.variant << ',' << csv_field(r.grouped_fallback) << ',' << r.profile
-       << ',' << r.backend << ',' << r.dtype << ',' << r.kv_cache_dtype << ',' << r.num_seqs << ','
-       << r.num_heads << ',' << r.num_kv_heads << ',' << r.head_size << ',' << r.block_size << ','
-       << r.seq_len << ',' << (r.partition_size ? std::to_string(r.partition_size) : "") << ','
+    os << r.kernel << ',' << r.profile << ',' << r.backend << ',' << r.dtype << ','
+       << r.kv_cache_dtype << ',' << r.num_seqs << ',' << r.num_heads << ',' << r.num_kv_heads
+       << ',' << r.head_size << ',' << r.block_size << ',' << r.seq_len << ','
+       << (r.partition_size ? std::to_string(r.partition_size) : "") << ','
        << (r.alibi ? "true" : "false") << ',' << r.distribution << ',' << r.seed << ','
        << r.numerics << ',' << r.exp_mode << ',' << r.exp_max_ulp << ',' << r.exp_seed << ','
        << r.status << ',' << (r.launched ? "true" : "false") << ',' << csv_field(r.reason) << ','
@@ -173,7 +172,8 @@ std::string to_csv(const std::vector<CaseResult>& cases) {
        << (r.bound() ? num_text(*r.bound()) : "") << ','
        << (r.err_over_bound() ? num_text(*r.err_over_bound()) : "") << ',' << num_text(r.time_s)
        << ',' << num_text(r.ref_time_s) << ','
-       << (r.gpu_vs_emulator_max_abs_diff ? num_text(*r.gpu_vs_emulator_max_abs_diff) : "") << '\n';
+       << (r.gpu_vs_emulator_max_abs_diff ? num_text(*r.gpu_vs_emulator_max_abs_diff) : "") << ','
+       << r.variant << ',' << csv_field(r.grouped_fallback) << '\n';
   }
   return os.str();
 }
