@@ -11,7 +11,7 @@ and runs through up to three stages, cheapest first, stopping at the first kill:
      when that instantiation's object file is byte-identical to the unmutated one (the
      mutant does not change its code).
   2. all: every instantiation (f32/f16/bf16 x warp 32/64, each with its own and the fp8
-     caches) is rebuilt from the mutated sources (pagedattn_mutant_props_all: the program
+     caches, and the grouped f16/bf16 ones) is rebuilt from the mutated sources (pagedattn_mutant_props_all: the program
      built entirely from them) and the whole suite runs, every dtype and both profiles
      (warp 32 on h200, warp 64 on bi-v100). Which instantiations the mutant changed is read
      off their object files; when no object built from the mutated copy differs from the
@@ -63,10 +63,14 @@ TARGETS = sorted(
     os.path.join("kernels/src", f) for f in os.listdir(os.path.join(ROOT, "kernels/src"))
     if f.endswith(".cuh") and os.path.join("kernels/src", f) not in NOT_IN_INSTANTIATION) + [
         "kernels/include/pagedattn/lse_state.h"]
-# The (scalar type, warp width) instantiation files, each an object of the mutant build.
+# The instantiation files, each an object of the mutant build: emu_<t>_w<w>.cpp (per-head)
+# and emu_grouped_<t>_w<w>.cpp (Options::grouped). INST_FILE matches both: when it matched
+# only the first, the grouped objects were never compared, so a mutant of
+# grouped_attention_kernel.cuh that changed only them read as unchanged code.
+INST_FILE = r"emu_[a-z0-9_]+_w\d+\.cpp"
 INSTANTIATIONS = sorted(re.sub(r"^emu_|\.cpp$", "", f)
                         for f in os.listdir(os.path.join(ROOT, "kernels/src"))
-                        if re.fullmatch(r"emu_[a-z0-9]+_w\d+\.cpp", f))
+                        if re.fullmatch(INST_FILE, f))
 FIRST = "f32_w32"  # stage 1's instantiation (PAGEDATTN_PROP_ONLY_F32_H200 selects it)
 EQUIVALENT = os.path.join(ROOT, "property_tests", "mutation_equivalent.json")
 # Known holes: survivors that change behaviour but that no property can see (with the reason).
@@ -262,7 +266,7 @@ def shared_with_library(build):
         if line and not line.startswith(" "):
             obj = line.split(":")[0]
             inside = ("pagedattn_kernels" in obj and "/mutant" not in obj
-                      and not re.search(r"emu_[a-z0-9]+_w\d+\.cpp\.o$", obj))
+                      and not re.search(INST_FILE + r"\.o$", obj))
         elif inside:
             path = os.path.normpath(line.strip())
             rel = os.path.relpath(path, ROOT) if os.path.isabs(path) else path

@@ -126,7 +126,18 @@ int run_limits(const Settings& s) {
   w.num_heads = 32;
   if (const char* why = pagedattn::grouped_fallback_reason(w))
     std::cout << " (here: " << why << ")";
-  std::cout << "\n\n";
+  // A block of one head shares no KV read: there the per-head kernel runs
+  // (grouped_launch_fallback_reason); for V1 that is past this length.
+  std::int64_t shared_to = 0;
+  for (std::int64_t len = block_size;; len += block_size) {
+    const auto g =
+        pagedattn::head_groups(ws, head_size, 2, pagedattn::v1_partition_tokens(block_size, len));
+    if (g.heads_per_block < 2) break;
+    shared_to = len;
+  }
+  std::cout << "\n  where h would be 1, the per-head kernel (the same KV reads): grouped V1 "
+               "shares them up to max_seq_len "
+            << shared_to << "\n\n";
 
   // vLLM's own V1 request at the same limit, for comparison: one step per block. The
   // device also counts vLLM's static __shared__ arrays: q_vecs (head_size scalars; fp32,

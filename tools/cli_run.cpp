@@ -12,9 +12,11 @@
 #include "cli.h"
 #include "cli_replay.h"
 #include "emu/profile.h"
+#include "emu/traffic.h"
 #include "pagedattn_audit/findings.h"
 #include "pagedattn/api.h"
 #include "pagedattn/resources.h"
+#include "pagedattn_testing/kernel_under_test.h"
 
 namespace cli {
 namespace {
@@ -42,7 +44,7 @@ const char* const kFooter =
 struct Settings {
   std::string dir, out_dir, kernel = "both", profile = "bi-v100", kv_cache_dtype = "auto";
   std::string scale, k_scale = "1", v_scale = "1", partition_size = "512";
-  bool bf16 = false, strict = false;
+  bool bf16 = false, strict = false, grouped = false;
 };
 
 int run(const Settings& s);
@@ -92,6 +94,11 @@ Run setup(CLI::App& app) {
       ->option_text("P")
       ->check(int_in(pagedattn::kMinPartitionSize, pagedattn::kMaxPartitionSize,
                      "a multiple of block_size in [64, 4096]"));
+  app.add_flag("--grouped", s->grouped,
+               "the grouped kernels (Options::grouped: one thread block serves the query\n"
+               "heads of one KV head, reading each KV element once for them; the same\n"
+               "outputs bit for bit); where a shape has none, the per-head kernels, and\n"
+               "the run says why");
   app.add_flag("--bf16", s->bf16, "'<u2' arrays are bfloat16 bits");
   app.add_flag("--strict", s->strict, "exit 1 when there is a non-finite finding");
   return [s] {
@@ -143,10 +150,31 @@ pagedattn::AttentionCall with_outputs(const Call& c, pagedattn::Kernel k, const 
   return a;
 }
 
-void call_kernel(const Call& c, pagedattn::Kernel k, const Output& out, const Output& es,
-                 const Output& ml, const Output& tmp, const pagedattn::Options& o) {
-  pagedattn::paged_attention(k, with_outputs(c, k, out, es, ml, tmp),
-                             pagedattn::Backend::emulator(c.s->profile), o);
+// With --grouped, says which attention kernels the call launched, from the emulator's
+// launch log (emu/traffic.h names every launch), and why not the grouped ones.
+void call_kernel(const Call& c, const Case& r, pagedattn::Kernel k, const Output& out,
+                 const Output& es, const Output& ml, const Output& tmp,
+                 const pagedattn::Options& o) {
+  emu::take_launch_traffic();
+  if (o.grouped) emu::set_count_traffic(true);
+  try {
+    pagedattn::paged_attention(k, with_outputs(c, k, out, es, ml, tmp),
+                               pagedattn::Backend::emulator(c.s->profile), o);
+  } catch (...) {
+    emu::set_count_traffic(false);
+    throw;
+  }
+  if (!o.grouped) return;
+  emu::set_count_traffic(false);
+  bool grouped = false;
+  for (const emu::LaunchTraffic& t : emu::take_launch_traffic())
+    grouped |= t.kernel.find("grouped_attention_kernel") != std::string::npos;
+  const char* why = pagedattn::testing::grouped_fallback(
+      r, k, emu::load_profile(c.s->profile).warp_size, o.partition_size);
+  std::cout << pagedattn::kernel_name(k) << ": "
+            << (grouped ? "grouped kernels launched"
+                        : std::string("per-head kernels launched (") + (why ? why : "?") + ")")
+            << "\n";
 }
 
 // Why V1 failed, in the terms a user can act on: the shared memory it needs here, the
@@ -206,6 +234,7 @@ int run(const Settings& s) {
 
   pagedattn::Options opts;
   opts.partition_size = partition_size;
+  opts.grouped = s.grouped;
   const std::int64_t S = r.num_seqs, H = r.num_heads, D = r.head_size;
   const std::int64_t P = pagedattn::max_num_partitions(r.max_seq_len, partition_size);
   Output out_v1 = make_output("out_v1", npy_descr(r.scalar), r.scalar, {S, H, D});
@@ -239,7 +268,7 @@ int run(const Settings& s) {
   bool v1_ok = false, v2_ok = false;
   if (want_v1) {
     try {
-      call_kernel(c, pagedattn::Kernel::v1, out_v1, exp_sums, max_logits, tmp_out, opts);
+      call_kernel(c, r, pagedattn::Kernel::v1, out_v1, exp_sums, max_logits, tmp_out, opts);
       v1_ok = true;
     } catch (const std::exception& e) {
       std::cerr << "pagedattn run: " << v1_failure(r, s.profile, e.what()) << "\n";
@@ -247,7 +276,7 @@ int run(const Settings& s) {
   }
   if (want_v2) {
     try {
-      call_kernel(c, pagedattn::Kernel::v2, out_v2, exp_sums, max_logits, tmp_out, opts);
+      call_kernel(c, r, pagedattn::Kernel::v2, out_v2, exp_sums, max_logits, tmp_out, opts);
       v2_ok = true;
     } catch (const std::exception& e) {
       std::cerr << "pagedattn run: paged_attention_v2 failed on profile " << s.profile << ": "

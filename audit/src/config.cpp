@@ -137,7 +137,10 @@ const std::vector<KeyInfo>& keys() {
        "replay with an fp8 cache: key dequantization scale, finite, > 0 (default 1)"},
       {"v-scale", "X",
        "replay with an fp8 cache: value dequantization scale, finite, > 0 (default 1)"},
-      {"kernel", "v1|v2|both", "kernels to audit (default both)"},
+      {"kernel", "v1|v2|both|v1_grouped|v2_grouped|grouped|all",
+       "kernels to audit: both = v1,v2 (default); the grouped variants run with "
+       "Options::grouped (one block per KV head's query heads; where a shape has no grouped "
+       "kernel the case says why and runs the per-head one); all = the four"},
       {"numerics", "ours|vllm|both|ablation",
        "ours = Numerics::exact_fp32, vllm = Numerics::vllm_compatible; ablation = ours, "
        "each single vLLM choice alone (vllm_partials_only, vllm_epsilon_only, "
@@ -163,6 +166,19 @@ const std::vector<KeyInfo>& keys() {
        "case without a bound is never over)"},
   };
   return k;
+}
+
+std::vector<KernelVariant> kernel_variants(const std::string& s) {
+  const KernelVariant v1{"v1", false}, v2{"v2", false}, v1g{"v1", true}, v2g{"v2", true};
+  if (s == "v1") return {v1};
+  if (s == "v2") return {v2};
+  if (s == "both") return {v1, v2};
+  if (s == "v1_grouped") return {v1g};
+  if (s == "v2_grouped") return {v2g};
+  if (s == "grouped") return {v1g, v2g};
+  if (s == "all") return {v1, v2, v1g, v2g};
+  throw UsageError("--kernel: unknown '" + s +
+                   "' (v1, v2, both, v1_grouped, v2_grouped, grouped, all)");
 }
 
 void apply_key(Config& c, const std::string& raw_key, const std::string& v, const std::string& w) {
@@ -232,7 +248,7 @@ void apply_key(Config& c, const std::string& raw_key, const std::string& v, cons
   } else if (key == "fail-on") {
     c.fail_on = choice_list(w, v, {"error", "nonfinite", "over-bound"});
   } else if (key == "kernel") {
-    c.kernel = choice(w, v, {"v1", "v2", "both"});
+    c.kernel = choice(w, v, {"v1", "v2", "both", "v1_grouped", "v2_grouped", "grouped", "all"});
   } else if (key == "numerics") {
     c.numerics = choice(w, v, {"ours", "vllm", "both", "ablation"});
   } else if (key == "exp-ulp") {
@@ -352,7 +368,9 @@ void check_config(const Config& c) {
       }
     }
     // V2's grid has one z index per partition: over the limit no case could launch.
-    if (c.kernel != "v1") {
+    bool v2 = false;
+    for (const KernelVariant& k : kernel_variants(c.kernel)) v2 |= k.kernel == "v2";
+    if (v2) {
       for (int p : c.partition_sizes) {
         for (int len : c.seq_lens) {
           const long long parts = (static_cast<long long>(len) + p - 1) / p;

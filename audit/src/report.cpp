@@ -67,8 +67,8 @@ void print_table(std::ostream& os, const std::vector<CaseResult>& cases) {
     std::snprintf(line, sizeof line,
                   "%-3s %-8s %-5s %-8s %-7lld %-5s %-13s %-4llu %-18s %-14s %-8s %9s %9s %9s %9s "
                   "%9s %7s %8.3f\n",
-                  r.kernel.c_str(), r.profile.c_str(), r.dtype.c_str(), r.kv_cache_dtype.c_str(),
-                  static_cast<long long>(r.seq_len),
+                  (r.kernel + (r.variant == "grouped" ? "g" : "")).c_str(), r.profile.c_str(),
+                  r.dtype.c_str(), r.kv_cache_dtype.c_str(), static_cast<long long>(r.seq_len),
                   r.partition_size ? std::to_string(r.partition_size).c_str() : "-",
                   r.distribution.c_str(), static_cast<unsigned long long>(r.seed),
                   r.numerics.c_str(), exp_model_text(r).c_str(), r.status.c_str(),
@@ -80,6 +80,8 @@ void print_table(std::ostream& os, const std::vector<CaseResult>& cases) {
                   r.err_over_bound() ? short_num(*r.err_over_bound()).c_str() : "-", r.time_s);
     os << line;
     if (!r.launched) os << "    reason: " << r.reason << "\n";
+    if (!r.grouped_fallback.empty())
+      os << "    grouped: ran the per-head kernels (" << r.grouped_fallback << ")\n";
     if (m && r.metrics->nonfinite) {
       os << "    " << r.metrics->nonfinite
          << " non-finite outputs where the exact value is finite\n";
@@ -98,6 +100,9 @@ std::string to_json(const std::vector<CaseResult>& cases, const std::string& com
   for (const CaseResult& r : cases) {
     ordered_json j;
     j["kernel"] = r.kernel;
+    j["variant"] = r.variant;
+    j["grouped_fallback"] =
+        r.grouped_fallback.empty() ? ordered_json() : ordered_json(r.grouped_fallback);
     j["profile"] = r.profile;
     j["backend"] = r.backend;
     j["dtype"] = r.dtype;
@@ -162,7 +167,7 @@ std::string to_csv(const std::vector<CaseResult>& cases) {
         "block_size,seq_len,partition_size,alibi,distribution,seed,numerics,exp_mode,"
         "exp_max_ulp,exp_seed,status,launched,reason,max_abs_err,mean_abs_err,max_ulp_err,"
         "max_rel_err,nonfinite,bound,err_over_bound,time_s,ref_time_s,"
-        "gpu_vs_emulator_max_abs_diff\n";
+        "gpu_vs_emulator_max_abs_diff,variant,grouped_fallback\n";
   for (const CaseResult& r : cases) {
     const bool m = r.metrics.has_value();
     const auto met = [&](double v) { return m ? num_text(v) : std::string(); };
@@ -179,7 +184,8 @@ std::string to_csv(const std::vector<CaseResult>& cases) {
        << (r.bound() ? num_text(*r.bound()) : "") << ','
        << (r.err_over_bound() ? num_text(*r.err_over_bound()) : "") << ',' << num_text(r.time_s)
        << ',' << num_text(r.ref_time_s) << ','
-       << (r.gpu_vs_emulator_max_abs_diff ? num_text(*r.gpu_vs_emulator_max_abs_diff) : "") << '\n';
+       << (r.gpu_vs_emulator_max_abs_diff ? num_text(*r.gpu_vs_emulator_max_abs_diff) : "") << ','
+       << r.variant << ',' << csv_field(r.grouped_fallback) << '\n';
   }
   return os.str();
 }

@@ -18,6 +18,7 @@
 #include "pagedattn_ref/reference.h"
 #include "pagedattn_testing/adversarial_exp.h"
 #include "pagedattn_testing/judge.h"
+#include "pagedattn_testing/kernel_under_test.h"
 #if PAGEDATTN_AUDIT_CUDA
 #include "native.h"
 #endif
@@ -78,11 +79,17 @@ double max_abs_diff(DType dtype, const std::vector<std::uint8_t>& a,
 #endif
 
 // What a case ran on: the inputs' shape and kind, the kernel and where it ran.
-CaseResult describe_case(const testing::Case& in, const Origin& origin, const std::string& kernel,
-                         const std::string& profile, const std::string& backend, int partition_size,
-                         const std::string& numerics) {
+CaseResult describe_case(const testing::Case& in, const Origin& origin, const KernelVariant& kernel,
+                         const std::string& profile, int warp_size, const std::string& backend,
+                         int partition_size, const std::string& numerics) {
   CaseResult r;
-  r.kernel = kernel;
+  r.kernel = kernel.kernel;
+  r.variant = kernel.variant();
+  if (kernel.grouped) {
+    const Kernel k = kernel.kernel == "v1" ? Kernel::v1 : Kernel::v2;
+    const int P = partition_size ? partition_size : Options{}.partition_size;
+    if (const char* why = testing::grouped_fallback(in, k, warp_size, P)) r.grouped_fallback = why;
+  }
   r.profile = profile;
   r.backend = backend;
   r.dtype = testing::traits(in.scalar).short_name;
@@ -167,9 +174,7 @@ std::vector<CaseResult> run_inputs(const Config& c, const testing::Case& in, con
   const std::int64_t S = in.num_seqs, H = in.num_heads, D = in.head_size;
   const AttentionCall inputs = in.call();
 
-  std::vector<std::string> kernels;
-  if (c.kernel != "v2") kernels.push_back("v1");
-  if (c.kernel != "v1") kernels.push_back("v2");
+  const std::vector<KernelVariant> kernels = kernel_variants(c.kernel);
   const std::vector<NumericsVariant> numerics = numerics_variants(c.numerics);
 
   std::vector<CaseResult> results;
@@ -177,12 +182,14 @@ std::vector<CaseResult> run_inputs(const Config& c, const testing::Case& in, con
   std::vector<testing::BoundSetup> bound_cases;    // what each case's bound needs
   for (const std::string& profile : on_emulator ? c.profiles : std::vector<std::string>{}) {
     const emu::Profile prof = emu::load_profile(profile);
-    for (const std::string& kernel : kernels) {
-      const std::vector<int> parts = kernel == "v1" ? std::vector<int>{0} : c.partition_sizes;
+    for (const KernelVariant& kernel : kernels) {
+      const std::vector<int> parts =
+          kernel.kernel == "v1" ? std::vector<int>{0} : c.partition_sizes;
       for (int P : parts) {
         for (const NumericsVariant& num : numerics) {
           for (int k : c.exp_ulps) {
-            CaseResult r = describe_case(in, origin, kernel, prof.name, c.backend, P, num.name);
+            CaseResult r = describe_case(in, origin, kernel, prof.name, prof.warp_size, c.backend,
+                                         P, num.name);
             emu::math::ExpModel em;
             if (k > 0 && adversarial) {
               em = adversary(P).model(k);
@@ -202,6 +209,7 @@ std::vector<CaseResult> run_inputs(const Config& c, const testing::Case& in, con
             Options opt;
             opt.numerics = num.numerics;
             opt.vllm_choices = num.choices;
+            opt.grouped = kernel.grouped;
             if (P) opt.partition_size = P;
             const std::int64_t NP =
                 P ? std::max<std::int64_t>(1, max_num_partitions(in.max_seq_len, P)) : 1;
@@ -212,7 +220,7 @@ std::vector<CaseResult> run_inputs(const Config& c, const testing::Case& in, con
               const Backend be = Backend::emulator(profile);
               AttentionCall call = inputs;
               call.out = out.view;
-              if (kernel == "v1") {
+              if (kernel.kernel == "v1") {
                 paged_attention(Kernel::v1, call, be, opt);
               } else {
                 Buffer es(DType::f32, {S, H, NP}), ml(DType::f32, {S, H, NP});
@@ -247,23 +255,24 @@ std::vector<CaseResult> run_inputs(const Config& c, const testing::Case& in, con
 #if PAGEDATTN_AUDIT_CUDA
   // The native cases: no profile or exp-model axis (the device is what it is, its exp is
   // its own __expf). With --backend both, each is compared with the first emulator case
-  // of the same kernel, partition size and numerics.
+  // of the same kernel, variant, partition size and numerics.
   const std::size_t num_emulated = results.size();
-  for (const std::string& kernel : on_cuda ? kernels : std::vector<std::string>{}) {
-    const std::vector<int> parts = kernel == "v1" ? std::vector<int>{0} : c.partition_sizes;
+  for (const KernelVariant& kernel : on_cuda ? kernels : std::vector<KernelVariant>{}) {
+    const std::vector<int> parts = kernel.kernel == "v1" ? std::vector<int>{0} : c.partition_sizes;
     for (int P : parts) {
       for (const NumericsVariant& num : numerics) {
-        CaseResult r = describe_case(in, origin, kernel, device_name, "cuda", P, num.name);
+        CaseResult r = describe_case(in, origin, kernel, device_name, 32, "cuda", P, num.name);
         r.exp_mode = "device";
         Options opt;
         opt.numerics = num.numerics;
         opt.vllm_choices = num.choices;
+        opt.grouped = kernel.grouped;
         if (P) opt.partition_size = P;
         const std::int64_t NP =
             P ? std::max<std::int64_t>(1, max_num_partitions(in.max_seq_len, P)) : 1;
         std::vector<std::uint8_t> out;
         try {
-          r.time_s = native::run(*device_inputs, kernel, opt, NP, out);
+          r.time_s = native::run(*device_inputs, kernel.kernel, opt, NP, out);
           r.status = "ok";
           r.launched = true;
         } catch (const LaunchError& e) {
@@ -276,8 +285,8 @@ std::vector<CaseResult> run_inputs(const Config& c, const testing::Case& in, con
         if (r.launched) {
           for (std::size_t i = 0; i < num_emulated; ++i) {
             const CaseResult& e = results[i];
-            if (e.kernel != r.kernel || e.partition_size != P || e.numerics != r.numerics ||
-                !e.launched)
+            if (e.kernel != r.kernel || e.variant != r.variant || e.partition_size != P ||
+                e.numerics != r.numerics || !e.launched)
               continue;
             r.gpu_vs_emulator_max_abs_diff = max_abs_diff(in.scalar, out, outputs[i]);
             break;

@@ -147,7 +147,8 @@ TEST(EndToEnd, JsonAndCsvCarryTheSchema) {
                             "numerics",       "exp_model",
                             "mean_abs_err",   "time_s",
                             "status",         "err_over_bound",
-                            "backend",        "gpu_vs_emulator_max_abs_diff"}) {
+                            "backend",        "gpu_vs_emulator_max_abs_diff",
+                            "variant",        "grouped_fallback"}) {
       EXPECT_TRUE(k.contains(key)) << key;
     }
     EXPECT_EQ(k["bound"].is_number(), k["launched"].get<bool>());

@@ -58,12 +58,7 @@ TEST(KernelTraffic, HeadlineGroupedReadsTheCacheOnceTodaysFourTimes) {
   // that grouped V1 serves fewer heads per block and reads more (V2 does not: its slices
   // are per partition).
   for (const auto& [k, tokens] : {std::pair{Kernel::v2, 10001}, std::pair{Kernel::v1, 1001}}) {
-    UniformSpec s;
-    s.scalar = DType::f16;
-    s.head_size = 128;
-    s.num_heads = 32;
-    s.num_kv_heads = 8;
-    s.seq_lens = {tokens};
+    UniformSpec s = headline_spec(tokens);
     s.spare_blocks = 1;
     const Case c = uniform_case(s);
     const std::uint64_t exists = std::uint64_t(tokens) * 2 * 8 * 128 * 2;  // K and V, fp16

@@ -47,6 +47,16 @@ const char* grouped_fallback_reason(const Workload& w) {
   return nullptr;
 }
 
+const char* grouped_launch_fallback_reason(Kernel k, int warp_size, const Workload& w) {
+  if (const char* why = grouped_fallback_reason(w)) return why;
+  const LaunchResources r =
+      k == Kernel::v1 ? v1_grouped_resources(warp_size, w) : v2_grouped_resources(warp_size, w);
+  if (r.groups.heads_per_block < 2)
+    return "one query head per grouped block fits 32 KB of shared memory here: no KV read to "
+           "share";
+  return nullptr;
+}
+
 LaunchResources v1_grouped_resources(int warp_size, const Workload& w) {
   return grouped(Kernel::v1, warp_size, w, v1_partition_tokens(w.block_size, w.max_seq_len), 1);
 }

@@ -17,10 +17,11 @@ struct Target {
   std::string (*detail)(cudaError_t) = nullptr;  // the executor's own words for an error
 };
 
-// Grouped only where it changes something (more than one query head per KV head) and is
-// built (resources.h, grouped_fallback_reason); elsewhere the per-head kernels, same bits.
-inline bool launches_grouped(const AttentionParams& p) {
-  return p.grouped && grouped_fallback_reason(p.workload()) == nullptr;
+// Grouped only where it changes something (more than one query head per block) and is
+// built (resources.h, grouped_launch_fallback_reason); elsewhere the per-head kernels,
+// same bits.
+inline bool launches_grouped(const AttentionParams& p, int warp_size) {
+  return p.grouped && grouped_launch_fallback_reason(p.kernel, warp_size, p.workload()) == nullptr;
 }
 
 inline AttnArgs make_attn_args(const AttentionParams& p, const HeadGroups& groups) {
@@ -139,7 +140,7 @@ template <int WARP>
 void run_for_warp(const AttentionParams& p, const Target& t) {
   if (p.num_seqs == 0) return;  // an empty batch: nothing to launch (grid y would be 0)
   if (p.kernel == Kernel::v1 || p.kernel == Kernel::v2) {
-    const bool grouped = launches_grouped(p);
+    const bool grouped = launches_grouped(p, WARP);
     const bool v1 = p.kernel == Kernel::v1;
     const LaunchResources res =
         grouped ? (v1 ? v1_grouped_resources(WARP, p.workload())

@@ -107,6 +107,37 @@ TEST(Grouped, SharedMemoryWithinBudgetAtEverySupportedShape) {
         }
 }
 
+// A grouped block of one head reads what the per-head kernel reads, with a larger
+// collective: Options::grouped runs the per-head kernel there (grouped_launch_fallback_
+// reason), so grouped V1 runs up to V1's own limit, with the same bits. Caught: grouped V1
+// refused just below that limit (shown: 12,130 tokens on bi-v100 needed 49,216 bytes
+// before this rule), or the per-head kernel run where two heads fit a block.
+TEST(Grouped, OneHeadPerBlockRunsThePerHeadKernelUpToV1sLimit) {
+  const std::int64_t longest = v1_max_seq_len(64, 128, 16, 48 * 1024);  // bi-v100
+  UniformSpec s;
+  s.scalar = DType::f16;
+  s.head_size = 128;
+  s.num_heads = 4;
+  s.num_kv_heads = 2;
+  s.seq_lens = {static_cast<int>(longest), 3};
+  const Case c = uniform_case(s);
+  Workload w;
+  w.num_heads = 4;
+  w.num_kv_heads = 2;
+  w.max_seq_len = longest;
+  ASSERT_NE(grouped_launch_fallback_reason(Kernel::v1, 64, w), nullptr);
+  EXPECT_EQ(grouped_launch_fallback_reason(Kernel::v2, 64, w), nullptr);
+  w.max_seq_len = 1001;
+  EXPECT_EQ(grouped_launch_fallback_reason(Kernel::v1, 64, w), nullptr);
+  Options o;
+  Outputs plain, grouped;
+  attention_kernels(c, Kernel::v1, "bi-v100", o, &plain);
+  o.grouped = true;
+  const std::string names = attention_kernels(c, Kernel::v1, "bi-v100", o, &grouped);
+  EXPECT_EQ(names.find("grouped_attention_kernel"), std::string::npos) << names;
+  EXPECT_EQ(grouped.out_bytes, plain.out_bytes);
+}
+
 // Outside the grouped shapes (supported.h) Options::grouped runs the per-head kernels, and
 // grouped_fallback_reason says why. Caught: a shape that claims grouped but has no grouped
 // instantiation (the launch would be refused), or a fallback that launches grouped anyway.

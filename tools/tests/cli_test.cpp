@@ -123,6 +123,39 @@ INSTANTIATE_TEST_SUITE_P(Dtypes, RunEndToEnd,
                            return std::get<0>(info.param) + "_" + std::get<1>(info.param);
                          });
 
+// --grouped: the grouped kernels where built (f16, head 64, block 16, 2 query heads per KV
+// head), the per-head ones with the reason where not (f32); the files are the per-head
+// run's, byte for byte (the outputs are the same bits: kernels/tests/test_grouped.cpp).
+// Caught: --grouped not reaching Options::grouped (the launch line says "per-head": shown
+// by removing `opts.grouped = s.grouped;` in cli_run.cpp), a grouped output that differs.
+TEST(Run, GroupedFlagRunsTheGroupedKernelsWithTheSameOutputs) {
+  for (const char* scalar : {"f16", "f32"}) {
+    const fs::path dir = temp_dir();
+    ReplaySpec spec;
+    spec.scalar = scalar;
+    const Case r = tools_test::make_case(spec);
+    tools_test::write_replay(tools_test::replay_files(r), (dir / "in").string());
+    const std::string in = "run " + (dir / "in").string() + " --partition-size 64 --out ";
+    const Result plain = run_cli(in + (dir / "plain").string(), dir);
+    ASSERT_EQ(plain.code, 0) << plain.err;
+    const Result grouped = run_cli(in + (dir / "grouped").string() + " --grouped", dir);
+    ASSERT_EQ(grouped.code, 0) << grouped.err;
+    const bool built = std::string(scalar) == "f16";
+    for (const char* k : {"v1", "v2"}) {
+      const std::string want = std::string(k) + (built ? ": grouped kernels launched"
+                                                       : ": per-head kernels launched (grouped "
+                                                         "kernels are built for f16 and bf16");
+      EXPECT_NE(grouped.out.find(want), std::string::npos) << scalar << "\n" << grouped.out;
+    }
+    EXPECT_EQ(plain.out.find("kernels launched"), std::string::npos) << plain.out;
+    for (const char* f : {"out_v1", "out_v2", "exp_sums", "max_logits", "tmp_out"}) {
+      const std::string name = std::string(f) + ".npy";
+      EXPECT_EQ(slurp(dir / "grouped" / name), slurp(dir / "plain" / name)) << scalar << " " << f;
+    }
+    fs::remove_all(dir);
+  }
+}
+
 TEST(Run, ScaleFlagIsUsed) {
   const fs::path dir = temp_dir();
   ReplaySpec spec;

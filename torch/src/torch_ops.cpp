@@ -7,6 +7,7 @@
 #include <c10/util/Exception.h>
 #include <torch/library.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <mutex>
 #include <string>
@@ -101,6 +102,21 @@ std::string current_profile_name() {
   return g_profile;
 }
 
+// Options::grouped for every V1/V2 call of the process (set_grouped), first from
+// $PAGEDATTN_GROUPED ("1": on); off by default. The outputs are the same bits either way.
+std::atomic<int> g_grouped{-1};  // -1: not yet read from the environment
+
+bool current_grouped() {
+  int g = g_grouped.load();
+  if (g < 0) {
+    const char* env = std::getenv("PAGEDATTN_GROUPED");
+    int want = env && std::string(env) == "1" ? 1 : 0;
+    g_grouped.compare_exchange_strong(g, want);  // a concurrent set_grouped wins
+    g = g_grouped.load();
+  }
+  return g == 1;
+}
+
 pagedattn::Backend cpu_backend(const at::Tensor&) {
   return pagedattn::Backend::emulator(current_profile_name());
 }
@@ -169,10 +185,12 @@ void run_attention(const AttentionArgs& a, const pagedattn::Backend& backend,
     call.blocksparse = {a.tp_rank, a.blocksparse_local_blocks, a.blocksparse_vert_stride,
                         a.blocksparse_block_size, a.blocksparse_head_sliding_step};
     const pagedattn::Kernel kernel = v2 ? pagedattn::Kernel::v2 : pagedattn::Kernel::v1;
+    pagedattn::Options options;
+    options.grouped = current_grouped();
     if (device.is_meta()) {  // shapes only (fake tensors): validate, compute nothing
-      pagedattn::validate_attention(kernel, call, pagedattn::Options{});
+      pagedattn::validate_attention(kernel, call, options);
     } else {
-      pagedattn::paged_attention(kernel, call, backend);
+      pagedattn::paged_attention(kernel, call, backend, options);
     }
   });
   if (scratch.defined() && !device.is_meta()) a.tmp_out.copy_(scratch);
@@ -304,6 +322,14 @@ bool has_cuda_backend() {
   return cuda_registered();
 }
 
+void set_grouped(bool on) {
+  g_grouped.store(on ? 1 : 0);
+}
+
+bool get_grouped() {
+  return current_grouped();
+}
+
 }  // namespace
 }  // namespace pagedattn_torch
 
@@ -351,6 +377,11 @@ TORCH_LIBRARY(pagedattn, m) {
   m.def("set_profile(str profile) -> ()", &pagedattn_torch::set_profile);
   m.def("get_profile() -> str", &pagedattn_torch::get_profile);
   m.def("has_cuda_backend() -> bool", &pagedattn_torch::has_cuda_backend);
+  // Options::grouped for the V1/V2 operators of this process (kernels/README.md, "Grouped
+  // kernels"): one thread block per KV head's query heads where the grouped kernels are
+  // built, the per-head kernels elsewhere; the same outputs bit for bit.
+  m.def("set_grouped(bool grouped) -> ()", &pagedattn_torch::set_grouped);
+  m.def("get_grouped() -> bool", &pagedattn_torch::get_grouped);
 }
 
 TORCH_LIBRARY_IMPL(pagedattn, CPU, m) {

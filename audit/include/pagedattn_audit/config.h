@@ -34,7 +34,7 @@ struct Config {
   std::vector<int> exp_ulps{0};           // exp model: wrong by up to k ulps
 
   // How to run.
-  std::string kernel = "both";      // v1, v2, both
+  std::string kernel = "both";      // v1, v2, both, v1_grouped, v2_grouped, grouped, all
   std::string numerics = "both";    // ours (Numerics::exact_fp32), vllm, both, ablation
   std::string exp_mode = "random";  // random, up, down, adversarial (testing::AdversarialExp)
   std::uint64_t exp_seed = 0;
@@ -50,6 +50,16 @@ struct Config {
   std::string json_path, csv_path;   // reports to write ("" = none)
   bool quiet = false;                // no table on stdout
 };
+
+// One kernel a case runs: V1 or V2, per query head or grouped (Options::grouped).
+struct KernelVariant {
+  std::string kernel;  // "v1" or "v2"
+  bool grouped = false;
+  const char* variant() const { return grouped ? "grouped" : "ungrouped"; }
+};
+// What `--kernel` selects, in run order: v1, v2, both (v1, v2), v1_grouped, v2_grouped,
+// grouped (v1_grouped, v2_grouped), all (the four). Throws UsageError for another name.
+std::vector<KernelVariant> kernel_variants(const std::string& selection);
 
 // One key's name (flag spelling without "--"), whether it takes a value, and its help line.
 struct KeyInfo {

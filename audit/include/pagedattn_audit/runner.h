@@ -17,7 +17,11 @@ namespace pagedattn::audit {
 
 struct CaseResult {
   // What ran.
-  std::string kernel;  // "v1" or "v2"
+  std::string kernel;                 // "v1" or "v2"
+  std::string variant = "ungrouped";  // "grouped": run with Options::grouped
+  // A grouped case that ran the per-head kernels: why (grouped_fallback_reason,
+  // pagedattn/resources.h); "" when the grouped kernels launched or for ungrouped cases.
+  std::string grouped_fallback;
   std::string profile, backend;
   std::string dtype, kv_cache_dtype, distribution;
   std::string numerics;  // a NumericsVariant name: "ours", "vllm", "vllm_*_only"
@@ -51,7 +55,7 @@ struct CaseResult {
   double time_s = 0;      // emulator: the kernel call, wall clock; cuda: cudaEvent time
   double ref_time_s = 0;  // the reference of this case's inputs (shared)
   // --backend both, cuda cases: max |gpu out - emulator out| against the first emulator
-  // case of the same kernel, partition size and numerics.
+  // case of the same kernel, variant, partition size and numerics.
   std::optional<double> gpu_vs_emulator_max_abs_diff;
 };
 

@@ -139,6 +139,12 @@ LaunchResources reduce_resources(int warp_size, const Workload& w);
 // query head per KV head (nothing to share), or a shape the grouped kernels are not built
 // for (supported.h: f16/bf16 queries, GroupedHeadSizeList, GroupedBlockSizeList).
 const char* grouped_fallback_reason(const Workload& w);
+// Why Options::grouped runs the per-head kernel for this launch (nullptr: the grouped one):
+// grouped_fallback_reason, or a grouped block that would serve one query head (V1's
+// logits of a long sequence, or head size 256 with long partitions, leave room for one
+// head in kGroupedSmemBudget): it would read what the per-head kernel reads, with a larger
+// collective, so V1 would be refused a few tokens below the per-head kernel's limit.
+const char* grouped_launch_fallback_reason(Kernel k, int warp_size, const Workload& w);
 // The grouped V1 / V2 partition kernels (Options::grouped where grouped_fallback_reason is null):
 // grid (num_kv_heads * blocks_per_kv_head, num_seqs, 1 or max_num_partitions).
 LaunchResources v1_grouped_resources(int warp_size, const Workload& w);

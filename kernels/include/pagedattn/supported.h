@@ -30,11 +30,13 @@ struct IntList {
 using HeadSizeList = IntList<32, 64, 80, 96, 112, 120, 128, 192, 256>;
 using BlockSizeList = IntList<8, 16, 32>;
 // The grouped kernels (Options::grouped) are built for a subset only, where grouped-query
-// attention decodes long contexts: f16 and bf16 (each with its fp8 caches), these head
-// sizes and vLLM's default block size. Every grouped instantiation costs about what a
-// per-head one does to compile; all of them would double the kernels' build (kernels/
-// README.md, "Grouped kernels"). Elsewhere Options::grouped runs the per-head kernels,
-// whose outputs are the same bits (grouped_fallback_reason, resources.h, says why).
+// attention decodes long contexts: f16 and bf16 (each with its fp8 caches; ALiBi and
+// vLLM's numerics are runtime flags), both warp widths, these head sizes and vLLM's
+// default block size. Not built: f32, head sizes 32, 80, 96, 112, 120, 192, block sizes
+// 8 and 32. A grouped instantiation costs nvcc about 12x a per-head one (its G heads'
+// loops unrolled); every shape would take more CPU than the rest of the build (measured:
+// kernels/README.md, "Grouped kernels"). Elsewhere Options::grouped runs the per-head
+// kernels, whose outputs are the same bits (grouped_fallback_reason, resources.h, says why).
 using GroupedHeadSizeList = IntList<64, 128, 256>;
 using GroupedBlockSizeList = IntList<16>;
 

@@ -36,19 +36,39 @@ inline const std::vector<KernelUnderTest>& kernels_under_test() {
   return k;
 }
 
+// c's shape as the resource functions take it (V2 partitions of partition_size).
+inline Workload workload_of(const Case& c, int partition_size = 512) {
+  Workload w;
+  w.num_seqs = c.num_seqs;
+  w.num_heads = c.num_heads;
+  w.num_kv_heads = c.num_kv_heads;
+  w.head_size = c.head_size;
+  w.block_size = c.block_size;
+  w.max_seq_len = c.max_seq_len;
+  w.partition_size = partition_size;
+  w.cache_elem_bytes = static_cast<int>(dtype_size(c.cache_storage()));
+  w.io_elem_bytes = static_cast<int>(dtype_size(c.scalar));
+  return w;
+}
+
+// Why Options::grouped runs the per-head kernels on c's shape (grouped_fallback_reason,
+// resources.h), or nullptr where grouped kernels are built for it.
+inline const char* grouped_fallback(const Case& c) {
+  return grouped_fallback_reason(workload_of(c));
+}
+// The same for one launch of kernel k at warp_size (grouped_launch_fallback_reason: also
+// a grouped block that would serve one head).
+inline const char* grouped_fallback(const Case& c, Kernel k, int warp_size, int partition_size) {
+  return grouped_launch_fallback_reason(k, warp_size, workload_of(c, partition_size));
+}
+
 // The entries that launch something of their own on c: the grouped ones only where
 // Options::grouped launches the grouped kernels (grouped_fallback_reason, resources.h);
 // elsewhere they would rerun the per-head kernels, the same bits at the same cost. The
 // checks loop over this, so the grouped entries add runs only on GQA cases at the grouped
 // shapes (f16/bf16, head 64/128/256, block 16), not a second copy of every run.
 inline std::vector<KernelUnderTest> kernels_under_test(const Case& c) {
-  Workload w;
-  w.num_heads = c.num_heads;
-  w.num_kv_heads = c.num_kv_heads;
-  w.head_size = c.head_size;
-  w.block_size = c.block_size;
-  w.io_elem_bytes = static_cast<int>(dtype_size(c.scalar));
-  const bool grouped = grouped_fallback_reason(w) == nullptr;
+  const bool grouped = grouped_fallback(c) == nullptr;
   std::vector<KernelUnderTest> r;
   for (const KernelUnderTest& k : kernels_under_test())
     if (!k.grouped || grouped) r.push_back(k);

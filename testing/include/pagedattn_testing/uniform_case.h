@@ -34,6 +34,18 @@ struct UniformSpec {
 
 Case uniform_case(const UniformSpec& spec);
 
+// Issue 18's headline shape at `tokens`: one sequence, 32 query heads over 8 KV heads,
+// head size 128, fp16 (the bytes test and bench_kernels).
+inline UniformSpec headline_spec(int tokens) {
+  UniformSpec s;
+  s.scalar = DType::f16;
+  s.head_size = 128;
+  s.num_heads = 32;
+  s.num_kv_heads = 8;
+  s.seq_lens = {tokens};
+  return s;
+}
+
 // Overwrites every cache slot no sequence reads (slots past seq_len in a last block, spare
 // blocks) with NaN, or with zero.
 void fill_unused_slots(Case& c, bool nan);

@@ -16,7 +16,8 @@ import torch
 
 __all__ = [
     "library_path", "paged_attention_v1", "paged_attention_v2", "paged_attention_reduce",
-    "choose_version", "use_v1", "set_profile", "get_profile", "has_cuda_backend",
+    "choose_version", "use_v1", "set_profile", "get_profile", "set_grouped", "get_grouped",
+    "has_cuda_backend",
     "VersionChoice", "PARTITION_SIZE",
 ]
 
@@ -111,6 +112,18 @@ def set_profile(name):
 
 def get_profile():
     return _ops.get_profile()
+
+
+def set_grouped(on):
+    """Run the V1/V2 operators with the grouped kernels (Options::grouped: one thread block
+    serves the query heads of one KV head, reading each KV element once for them) where
+    they are built, the per-head kernels elsewhere; the outputs are the same bits. For the
+    whole process; the first value comes from $PAGEDATTN_GROUPED ("1": on), else off."""
+    _ops.set_grouped(bool(on))
+
+
+def get_grouped():
+    return bool(_ops.get_grouped())
 
 
 def has_cuda_backend():
