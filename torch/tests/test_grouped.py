@@ -54,6 +54,21 @@ class Grouped(unittest.TestCase):
         pa.set_grouped(True)
         self.assertTrue(pa.get_grouped())
 
+    def test_use_v1_applies_the_grouped_choice(self):
+        # The switch-on's use_v1 (given num_kv_heads) sets the operators' grouped flag to the
+        # choice it made the version for. Catches use_v1 choosing V1/V2 for the grouped grid
+        # while the operators keep running per head (the flag left as it was).
+        pa.set_grouped(False)
+        self.assertFalse(pa.use_v1(1, 32, 128, 16, 100000, num_kv_heads=8, dtype=torch.float16))
+        self.assertTrue(pa.choose_version(1, 32, 128, 16, 100000, num_kv_heads=8,
+                                          dtype=torch.float16).grouped)
+        self.assertTrue(pa.get_grouped())
+        pa.use_v1(1, 32, 128, 16, 4096, num_kv_heads=32, dtype=torch.float16)  # nothing shared
+        self.assertFalse(pa.get_grouped())
+        pa.set_grouped(True)
+        pa.use_v1(1, 32, 128, 16, 4096)  # without num_kv_heads the flag is left alone
+        self.assertTrue(pa.get_grouped())
+
     def test_same_bits_as_the_per_head_operators(self):
         for label, dtype, h, kvh, d, bs, alibi, kv, max_len in CASES:
             with self.subTest(label):

@@ -99,9 +99,16 @@ def choose_version(num_seqs, num_heads, head_size, block_size, max_seq_len, devi
 
 def use_v1(num_seqs, num_heads, head_size, block_size, max_seq_len, device=None,
            partition_size=PARTITION_SIZE, num_kv_heads=None, dtype=None):
-    """choose_version(...) == "v1", the boolean vLLM's paged_attn.py wants."""
-    return choose_version(num_seqs, num_heads, head_size, block_size, max_seq_len, device,
-                          partition_size, num_kv_heads, dtype).version == "v1"
+    """choose_version(...) == "v1", the boolean vLLM's paged_attn.py wants. Given
+    num_kv_heads (the switch-on passes it), it also applies the choice's `grouped` to the
+    operators (set_grouped), so the V1/V2 call that follows runs the variant the version was
+    chosen for. The outputs are the same bits grouped or not, so a concurrent caller can at
+    worst get the other variant's speed, never other numbers."""
+    c = choose_version(num_seqs, num_heads, head_size, block_size, max_seq_len, device,
+                       partition_size, num_kv_heads, dtype)
+    if num_kv_heads is not None:
+        set_grouped(c.grouped)
+    return c.version == "v1"
 
 
 def set_profile(name):
