@@ -70,8 +70,11 @@ LaunchResources grouped_resources(int warp_size, const Workload& w, Version v) {
   return v == Version::v1 ? v1_grouped_resources(warp_size, w) : v2_grouped_resources(warp_size, w);
 }
 
-int heads_per_block(const DeviceFacts& device, const Workload& w, Version v) {
-  return grouped_resources(device.warp_size, w, v).groups.heads_per_block;
+// Whether the runner launches the grouped kernel of version v for w: the runner's own rule
+// (grouped_launch_fallback_reason, resources.h), so a choice never says grouped where the
+// launch would run per head.
+bool grouped_launches(const DeviceFacts& device, const Workload& w, Version v) {
+  return grouped_launch_fallback_reason(v, device.warp_size, w) == nullptr;
 }
 
 perf::Variant variant(Version v, bool grouped) {
@@ -130,7 +133,7 @@ VersionChoice choose_version(const DeviceFacts& device, const Workload& w) {
     return per_head(version_rules(device, w, false), GroupedRule::falls_back, why);
   VersionChoice g = version_rules(device, w, true);
   std::string unshared;
-  if (heads_per_block(device, w, g.version) <= 1) {
+  if (!grouped_launches(device, w, g.version)) {
     unshared = std::string("grouped ") + perf::variant_name(variant(g.version, false)) +
                " at max_seq_len " + str(w.max_seq_len) +
                " serves one query head per block (two heads need " +
@@ -142,7 +145,7 @@ VersionChoice choose_version(const DeviceFacts& device, const Workload& w) {
                " bytes, over the " + str(kGroupedSmemBudget) + "-byte grouped budget)";
     // Rule 6: V2's slices are one partition long, so its blocks may still share.
     if (g.version == Version::v1 && max_num_partitions(w.max_seq_len, w.partition_size) > 1 &&
-        heads_per_block(device, w, Version::v2) > 1) {
+        grouped_launches(device, w, Version::v2)) {
       g = decided(Version::v2, VersionRule::grouped_v1_shares_nothing,
                   unshared + "; grouped V2's partitions of " + str(w.partition_size) +
                       " tokens still share");
