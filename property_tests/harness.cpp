@@ -31,7 +31,7 @@ std::ostream& operator<<(std::ostream& os, const Spec& s) {
   for (std::size_t i = 0; i < s.seq_lens.size(); ++i) os << (i ? "," : "") << s.seq_lens[i];
   os << "] extra_len=" << s.extra_len
      << (s.layout == BlockLayout::repeated ? " blocks=repeated" : " blocks=distinct")
-     << " logits=" << shapes[static_cast<int>(s.logits)];
+     << (s.tight_table ? " table=tight" : "") << " logits=" << shapes[static_cast<int>(s.logits)];
   if (s.logits != LogitShape::uniform) os << "(span=" << s.span << " offset=" << s.offset << ")";
   os << " q_lanes=" << classes[static_cast<int>(s.q_lanes)]
      << " v=" << classes[static_cast<int>(s.v_class)] << " seed=" << s.seed
@@ -91,6 +91,7 @@ Case build(const Spec& s) {
   c.alibi = s.alibi;
   c.seed = s.seed;
   c.spare_blocks = 2;
+  c.tight_table = s.tight_table;
   if (s.logits != LogitShape::uniform) c.scale = 1.0;
   Case p = testing::uniform_case(c);
   std::mt19937_64 rng(s.seed ^ 0x9e3779b97f4a7c15ULL);

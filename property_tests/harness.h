@@ -56,6 +56,7 @@ struct Spec {
   std::vector<int> seq_lens = {1};
   int extra_len = 0;  // max_seq_len = max(seq_lens) + extra_len: trailing empty partitions
   BlockLayout layout = BlockLayout::distinct;
+  bool tight_table = false;  // UniformSpec::tight_table (the longest sequence is last)
   LogitShape logits = LogitShape::uniform;
   double span = 1;                           // logit spread for the shaped logits
   double offset = 0;                         // logit level for the shaped logits

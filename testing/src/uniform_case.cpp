@@ -52,7 +52,7 @@ Case uniform_case(const UniformSpec& spec) {
     max_blocks = std::max(max_blocks, (L + B - 1) / B);
     used_blocks += (L + B - 1) / B;
   }
-  c.max_blocks_per_seq = std::max(max_blocks, 1) + 1;  // one padding entry
+  c.max_blocks_per_seq = std::max(max_blocks, 1) + (spec.tight_table ? 0 : 1);
   c.num_blocks = used_blocks + spec.spare_blocks;
   c.allocate();
   std::mt19937_64 rng(spec.seed);

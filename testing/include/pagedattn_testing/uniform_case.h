@@ -30,6 +30,9 @@ struct UniformSpec {
   double v_range = 1.0;
   std::uint64_t seed = 1;
   int spare_blocks = 3;  // physical blocks no sequence uses
+  // vLLM's layout: block_tables has as many columns as the longest sequence has blocks,
+  // so that row has no entry past its last block. false: one padding entry per row.
+  bool tight_table = false;
 };
 
 Case uniform_case(const UniformSpec& spec);
