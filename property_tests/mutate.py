@@ -268,8 +268,9 @@ def shared_with_library(build):
             inside = ("pagedattn_kernels" in obj and "/mutant" not in obj
                       and not re.search(INST_FILE + r"\.o$", obj))
         elif inside:
-            path = os.path.normpath(line.strip())
-            rel = os.path.relpath(path, ROOT) if os.path.isabs(path) else path
+            # Ninja records paths relative to the build folder (or absolute).
+            path = os.path.normpath(os.path.join(os.path.abspath(build), line.strip()))
+            rel = os.path.relpath(path, ROOT)
             if rel in TARGETS:
                 shared.add(rel)
     return shared
