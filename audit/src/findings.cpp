@@ -19,8 +19,7 @@ std::string text(float v) {
 }
 
 // True when some element of [first, first + count) of raw `Bits` elements has every bit of
-// `mask` set: the exponent field all ones (inf or NaN) for f32, f16, bf16 and fp8_e5m2, and
-// S.1111.111 (NaN, the only non-finite value) for fp8_e4m3 with mask 0x7f.
+// `mask` set (testing::nonfinite_mask: the element is inf or NaN).
 template <class Bits>
 bool any_all_ones(const std::uint8_t* bytes, std::int64_t first, std::int64_t count, Bits mask) {
   bool hit = false;
@@ -65,17 +64,15 @@ bool any_nonfinite_kv(const testing::Case& in, Bits mask) {
 }
 
 bool any_nonfinite_kv(const testing::Case& in) {
-  switch (in.cache_element()) {
-    case DType::f32:
-      return any_nonfinite_kv<std::uint32_t>(in, 0x7f800000u);
-    case DType::f16:
-      return any_nonfinite_kv<std::uint16_t>(in, 0x7c00u);
-    case DType::bf16:
-      return any_nonfinite_kv<std::uint16_t>(in, 0x7f80u);
-    case DType::fp8_e4m3:
-      return any_nonfinite_kv<std::uint8_t>(in, 0x7fu);
-    default:  // fp8_e5m2 (cache_element() gives only these five)
-      return any_nonfinite_kv<std::uint8_t>(in, 0x7cu);
+  const testing::FormatTraits& f = testing::traits(in.cache_element());
+  const std::uint32_t mask = testing::nonfinite_mask(f);
+  switch (f.size) {
+    case 4:
+      return any_nonfinite_kv<std::uint32_t>(in, mask);
+    case 2:
+      return any_nonfinite_kv<std::uint16_t>(in, static_cast<std::uint16_t>(mask));
+    default:  // the fp8 formats
+      return any_nonfinite_kv<std::uint8_t>(in, static_cast<std::uint8_t>(mask));
   }
 }
 

@@ -144,3 +144,31 @@ TEST(Formats, EncodeRunEqualsEncodeElementByElement) {
 
 }  // namespace
 }  // namespace pagedattn::testing
+
+namespace pagedattn::testing {
+namespace {
+
+// nonfinite_mask against the decoder, every encoding of the 8- and 16-bit formats and the
+// f32 patterns next to each exponent boundary: a mask one bit short (0x7e for fp8_e4m3, or
+// the exponent field for it, which would call 256 a NaN) fails here.
+TEST(Formats, NonfiniteMaskMarksExactlyTheNonfiniteEncodings) {
+  for (DType t : kFormats) {
+    const FormatTraits& f = traits(t);
+    const std::uint32_t mask = nonfinite_mask(f);
+    std::vector<std::uint32_t> codes;
+    if (f.size < 4) {
+      for (std::uint32_t c = 0; c < (1u << (8 * f.size)); ++c) codes.push_back(c);
+    } else {
+      for (std::uint32_t e = 0; e < 256; ++e)
+        for (std::uint32_t m : {0u, 1u, 0x400000u, 0x7fffffu})
+          for (std::uint32_t s : {0u, 0x80000000u}) codes.push_back(s | e << 23 | m);
+    }
+    for (std::uint32_t c : codes) {
+      const double v = decode(t, &c, 0);  // little-endian: the low bytes hold the code
+      EXPECT_EQ((c & mask) == mask, !std::isfinite(v)) << f.short_name << " code " << c;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace pagedattn::testing

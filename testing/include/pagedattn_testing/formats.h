@@ -51,6 +51,16 @@ inline const FormatTraits& traits(DType t) {
   return detail::kFormats[i];
 }
 
+// The bits that are all ones exactly in a non-finite element (sign bit aside): the exponent
+// field where the format has infinities, every non-sign bit for fp8_e4m3, whose only
+// non-finite value is S.1111.111 (NaN). (bits & mask) == mask tests an encoding.
+constexpr std::uint32_t nonfinite_mask(const FormatTraits& f) {
+  const int bits = static_cast<int>(f.size) * 8;
+  const std::uint32_t magnitude = (std::uint32_t{1} << (bits - 1)) - 1;
+  const std::uint32_t mantissa = (std::uint32_t{1} << (f.precision - 1)) - 1;
+  return f.has_infinity ? magnitude & ~mantissa : magnitude;
+}
+
 // The format whose short_name is `name`; false when none is.
 bool parse_short_name(const std::string& name, DType* out);
 
