@@ -31,7 +31,9 @@ ran on (scripts/source_digest.py).
 Sharding: --shard K/N runs every N-th mutant of the selection from the K-th (disjoint
 shards that together are the selection); `mutate.py merge A.json B.json ... --out M.json`
 folds shard results, refusing shards of other sources, selections or settings and any
-mutant twice. One build folder runs one shard at a time (a lock; on one machine give
+mutant twice, and names each survivor by the two lists as they stand at the merge (their
+digest is recorded: a reason written after an hours-long run counts without rerunning it;
+what each mutant did in the stages is never changed). One build folder runs one shard at a time (a lock; on one machine give
 parallel shards their own build folders).
 
   /usr/bin/python3 property_tests/mutate.py --build build             # the whole catalogue
@@ -460,6 +462,29 @@ SETTINGS = ("selection", "cases_per_property", "seed", "emu_checks", "racecheck"
             "instantiations", "catalogue")
 
 
+def lists():
+    """The two lists as they stand now, and a digest of both (what classified the survivors)."""
+    eq = json.load(open(EQUIVALENT)) if os.path.exists(EQUIVALENT) else {}
+    holes = json.load(open(SURVIVORS)) if os.path.exists(SURVIVORS) else {}
+    blob = json.dumps([eq, holes], sort_keys=True).encode()
+    return eq, holes, hashlib.sha256(blob).hexdigest()
+
+
+def classify(r):
+    """A survivor (every stage passed) classified by the lists as they stand now: a run's
+    verdict on the code is kept, only its name for a survivor follows the lists, so reasons
+    written after a run (the whole catalogue takes hours) count without running it again."""
+    eq, holes, _ = lists()
+    if r["status"] == "survived" and r["id"] in eq:
+        r.update(status="equivalent", detail=eq[r["id"]])
+    elif r["status"] == "equivalent" and r["id"] not in eq and \
+            not r.get("detail", "").startswith("identical code"):
+        r.update(status="survived", detail="")  # its reason was withdrawn from the list
+    if r["status"] == "survived":
+        r["detail"] = ("known hole: " + holes[r["id"]]) if r["id"] in holes else ""
+    return r
+
+
 def merge(files, out_path):
     """Folds shard results into one; refuses what would not add up."""
     shards, first, seen, results, known = [], None, {}, [], []
@@ -489,7 +514,7 @@ def merge(files, out_path):
             if r["id"] in seen:
                 sys.exit("mutate.py merge: mutant %s appears twice (%s, %s)" % (r["id"], seen[r["id"]], f))
             seen[r["id"]] = f
-            results.append(r)
+            results.append(classify(dict(r)))
         known = known or d.get("known_wrong", [])
     n = {int(str(s).split("/")[1]) for s in shards if s and "/" in str(s)}
     if len(n) > 1:
@@ -505,7 +530,8 @@ def merge(files, out_path):
                           seconds=round(sum(json.load(open(f))["source"].get("seconds", 0)
                                             for f in files), 1),
                           mutant_seconds=round(sum(r.get("seconds", 0) for r in results), 1),
-                          mutants=results, **{k: src0.get(k) for k in SETTINGS})}
+                          mutants=results, lists_digest=lists()[2],
+                          **{k: src0.get(k) for k in SETTINGS})}
     write_json(out_path, out)
     print("merged %d shard(s), %d mutants: killed %d, survived %d, equivalent %d, stillborn %d; "
           "score %s%s" % (len(shards), len(results), c["killed"], c["survived"], c["equivalent"],
