@@ -20,6 +20,12 @@ namespace {
 constexpr int kMaxD = 256;
 using State = PartitionState<float, kMaxD>;
 
+std::string hex(double x) {
+  std::ostringstream os;
+  os << std::hexfloat << x;
+  return os.str();
+}
+
 std::string show(const Spec& s) {
   std::ostringstream os;
   os << s;
@@ -454,6 +460,51 @@ PAGEDATTN_PROPERTY(prop_overflowing_logits_keep_sign, 60) {
       if (!(o.out[d] == want))
         RC_FAIL(std::string(k.name) + " row 0, d " + std::to_string(d) + ": got " +
                 std::to_string(o.out[d]) + ", the top token's value " + std::to_string(want));
+    }
+  }
+}
+
+// The window between the two: q.k overflows fp32 on the fast path but q.k * scale does not,
+// so the slow path's recomputed logit must come back finite and exact enough to order the
+// tokens. q = (2^64, 0, ...), key t = (a_t 2^64, 0, ...) with every a_t in [1, 0.99 / scale):
+// each product a_t 2^128 is past FLT_MAX, each true logit a_t 2^128 scale below it. The top
+// token's a is the largest, the others at most 95% of it, so their logits lie some 1e36
+// below and their weights are exactly 0: the output is the top token's value row, bit for
+// bit. A slow path that scales back by one power of two too many (mutant
+// attention_phases.cuh:458:47:const, up = 2^71) or divides by the scale (465:41:aor)
+// saturates several logits to FLT_MAX, and the tie averages their values.
+PAGEDATTN_PROPERTY(prop_overflow_window_logits_exact, 60) {
+  Limits lim;
+  lim.fp8 = false;
+  lim.allow_empty = false;
+  Spec s = *gen_spec(lim);
+  s.scalar = DType::f32;
+  s.alibi = false;
+  s.logits = LogitShape::uniform;    // scale = 2 / sqrt(head_size)
+  s.layout = BlockLayout::distinct;  // one physical slot per token: each key is its own
+  const int L = *rc::gen::inRange(2, 3 * s.block_size + 2);
+  s.seq_lens = {L};
+  Case p = build(s);
+  const int D = s.head_size, top = *rc::gen::inRange(0, L);
+  const double a_top = 0.99 / p.scale;  // 1 / scale = sqrt(head_size) / 2 >= 2.8
+  if (!(a_top > 2)) RC_FAIL("the window needs scale < 0.5, got " + hex(p.scale));
+  const double c = std::ldexp(1.0, 64);
+  p.set_q(0, 0, 0, c);
+  for (int d = 1; d < D; ++d) p.set_q(0, 0, d, 0.0);
+  for (int t = 0; t < L; ++t) {
+    const auto [blk, slot] = p.where(0, t);
+    const double r = *rc::gen::inRange(0, 951) / 1000.0;  // [0, 0.95]
+    p.set_key(blk, KvHead{0}, slot, Dim{0}, (t == top ? a_top : 1 + (0.95 * a_top - 1) * r) * c);
+    for (int d = 1; d < D; ++d) p.set_key(blk, KvHead{0}, slot, Dim{d}, 0.0);
+  }
+  const auto [blk, slot] = p.where(0, top);
+  for (const KernelUnderTest& k : kernels_under_test(p)) {
+    const Outputs o = run(p, k.kernel, k.options(s.options()), s.profile);
+    for (int d = 0; d < D; ++d) {
+      const double want = p.value(blk, KvHead{0}, slot, Dim{d});
+      if (!(o.out[d] == want))
+        RC_FAIL(std::string(k.name) + " row 0, d " + std::to_string(d) + ": got " + hex(o.out[d]) +
+                ", the top token's value " + hex(want));
     }
   }
 }
