@@ -485,8 +485,11 @@ def classify(r):
     return r
 
 
-def merge(files, out_path):
-    """Folds shard results into one; refuses what would not add up."""
+def merge(files, out_path, reruns=()):
+    """Folds shard results into one; refuses what would not add up. Each rerun (a later
+    `--ids` run on the same kernel and emulator sources, e.g. after a property was added for
+    a survivor) replaces the results of its mutants, which keep the status they had before
+    as `first_run` and name the commit that reran them."""
     shards, first, seen, results, known = [], None, {}, [], []
     for f in files:
         try:
@@ -516,6 +519,21 @@ def merge(files, out_path):
             seen[r["id"]] = f
             results.append(classify(dict(r)))
         known = known or d.get("known_wrong", [])
+    reran = []
+    for f in reruns:
+        d = json.load(open(f))
+        if d.get("provenance", {}).get("digest") != fd["provenance"]["digest"]:
+            sys.exit("mutate.py merge: rerun %s ran on other kernel or emulator sources than %s"
+                     % (f, first))
+        by_id = {r["id"]: i for i, r in enumerate(results)}
+        for r in d["source"]["mutants"]:
+            if r["id"] not in by_id:
+                sys.exit("mutate.py merge: rerun %s has %s, which no shard ran" % (f, r["id"]))
+            i = by_id[r["id"]]
+            results[i] = classify(dict(r, first_run=results[i]["status"],
+                                       rerun_commit=d["provenance"].get("commit")))
+        reran.append({"file": os.path.basename(f), "commit": d["provenance"].get("commit"),
+                      "mutants": len(d["source"]["mutants"])})
     n = {int(str(s).split("/")[1]) for s in shards if s and "/" in str(s)}
     if len(n) > 1:
         sys.exit("mutate.py merge: shards of different counts %s" % sorted(shards))
@@ -530,7 +548,7 @@ def merge(files, out_path):
                           seconds=round(sum(json.load(open(f))["source"].get("seconds", 0)
                                             for f in files), 1),
                           mutant_seconds=round(sum(r.get("seconds", 0) for r in results), 1),
-                          mutants=results, lists_digest=lists()[2],
+                          mutants=results, lists_digest=lists()[2], reruns=reran,
                           **{k: src0.get(k) for k in SETTINGS})}
     write_json(out_path, out)
     print("merged %d shard(s), %d mutants: killed %d, survived %d, equivalent %d, stillborn %d; "
@@ -553,8 +571,11 @@ def main():
                                      description="merge shard results of mutate.py --shard")
         mp.add_argument("files", nargs="+")
         mp.add_argument("--out", required=True)
+        mp.add_argument("--rerun", action="append", default=[], metavar="FILE",
+                        help="a later mutate.py --ids run on the same kernel sources (a "
+                             "stronger suite): its results replace those mutants' (repeatable)")
         ma = mp.parse_args(sys.argv[2:])
-        return merge(ma.files, ma.out)
+        return merge(ma.files, ma.out, ma.rerun)
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--build", default="build", help="configured build folder (default build)")
     ap.add_argument("--sample", type=int, default=0, help="every (total/N)-th mutant only (N of them)")
