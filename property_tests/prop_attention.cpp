@@ -466,13 +466,16 @@ PAGEDATTN_PROPERTY(prop_overflowing_logits_keep_sign, 60) {
 
 // The window between the two: q.k overflows fp32 on the fast path but q.k * scale does not,
 // so the slow path's recomputed logit must come back finite and exact enough to order the
-// tokens. q = (2^64, 0, ...), key t = (a_t 2^64, 0, ...) with every a_t in [1, 0.99 / scale):
-// each product a_t 2^128 is past FLT_MAX, each true logit a_t 2^128 scale below it. The top
-// token's a is the largest, the others at most 95% of it, so their logits lie some 1e36
-// below and their weights are exactly 0: the output is the top token's value row, bit for
-// bit. A slow path that scales back by one power of two too many (mutant
-// attention_phases.cuh:458:47:const, up = 2^71) or divides by the scale (465:41:aor)
-// saturates several logits to FLT_MAX, and the tie averages their values.
+// tokens, among themselves and against fast-path tokens. q = (2^64, 0, ...), key t =
+// (a_t 2^64, 0, ...): window tokens have a_t in [1, 0.99 / scale) (each product past
+// FLT_MAX, each true logit below it), fast-path tokens a_t in [0.5, 0.99]. The top token is
+// a window token with the largest a; every other logit lies at least 3e35 below its own, so
+// their weights are exactly 0 and the output is the top token's value row, bit for bit. A
+// slow path that scales back by one power of two too many (mutant
+// attention_phases.cuh:458:47:const, up = 2^71), scales q up (463:25:aor) or divides by the
+// scale (465:41:aor) saturates several logits to FLT_MAX, and the tie averages their
+// values; one that scales down once too often (458:31:const, down = 2^-71) quarters the
+// window logits, and a fast-path token overtakes the top.
 PAGEDATTN_PROPERTY(prop_overflow_window_logits_exact, 60) {
   Limits lim;
   lim.fp8 = false;
@@ -486,15 +489,18 @@ PAGEDATTN_PROPERTY(prop_overflow_window_logits_exact, 60) {
   s.seq_lens = {L};
   Case p = build(s);
   const int D = s.head_size, top = *rc::gen::inRange(0, L);
-  const double a_top = 0.99 / p.scale;  // 1 / scale = sqrt(head_size) / 2 >= 2.8
-  if (!(a_top > 2)) RC_FAIL("the window needs scale < 0.5, got " + hex(p.scale));
+  const double a_max = 0.99 / p.scale;  // 1 / scale = sqrt(head_size) / 2 >= 2.8
+  if (!(a_max > 2)) RC_FAIL("the window needs scale < 0.5, got " + hex(p.scale));
+  const double a_top = 1 + (a_max - 1) * (*rc::gen::inRange(1, 1001) / 1000.0);
   const double c = std::ldexp(1.0, 64);
   p.set_q(0, 0, 0, c);
   for (int d = 1; d < D; ++d) p.set_q(0, 0, d, 0.0);
   for (int t = 0; t < L; ++t) {
     const auto [blk, slot] = p.where(0, t);
-    const double r = *rc::gen::inRange(0, 951) / 1000.0;  // [0, 0.95]
-    p.set_key(blk, KvHead{0}, slot, Dim{0}, (t == top ? a_top : 1 + (0.95 * a_top - 1) * r) * c);
+    const double r = *rc::gen::inRange(0, 1001) / 1000.0;
+    const bool window = 0.95 * a_top > 1 && *rc::gen::arbitrary<bool>();
+    const double a = t == top ? a_top : window ? 1 + (0.95 * a_top - 1) * r : 0.5 + 0.49 * r;
+    p.set_key(blk, KvHead{0}, slot, Dim{0}, a * c);
     for (int d = 1; d < D; ++d) p.set_key(blk, KvHead{0}, slot, Dim{d}, 0.0);
   }
   const auto [blk, slot] = p.where(0, top);
