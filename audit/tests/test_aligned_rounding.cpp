@@ -38,15 +38,8 @@ TEST(AlignedRounding, SimulatedSumIsTheKernelsToTheBit) {
     const int warp = testing::profile_warp_size(profile);
     for (DType t : {DType::f32, DType::f16, DType::bf16}) {
       for (CacheFormat cache : {CacheFormat::same, CacheFormat::fp8_e4m3}) {
-        CaseShape sh;
-        sh.num_seqs = 16;
-        sh.num_heads = 2;
-        sh.num_kv_heads = 2;
-        sh.head_size = 128;
-        sh.block_size = 16;
-        sh.dtype = t;
-        sh.cache = cache;
-        sh.seq_len = 1;
+        // 16 one-token sequences, 2 heads (2 KV heads), head 128, block 16.
+        CaseShape sh{16, 2, 2, 128, 16, t, cache, 1};
         sh.warp_size = warp;
         const testing::Case in = generate_inputs(sh, "aligned_rounding", 3, 2);
         Options opt;
@@ -106,13 +99,7 @@ TEST(AlignedRounding, SimulatedSumIsTheKernelsToTheBit) {
 // max Q in Xi_max) must fail on aligned_rounding: it does by about 4x here, while vLLM's
 // uniform inputs pass it, so the distribution is what sees that term.
 TEST(AlignedRounding, ErrsFarMoreThanUniformWithinTheBound) {
-  CaseShape sh;
-  sh.num_heads = 32;
-  sh.num_kv_heads = 8;
-  sh.head_size = 128;
-  sh.block_size = 16;
-  sh.dtype = DType::f32;
-  sh.seq_len = 1000;
+  CaseShape sh{1, 32, 8, 128, 16, DType::f32, CacheFormat::same, 1000};
   sh.warp_size = 64;
   double worst[2] = {0, 0}, without_logit_term[2] = {0, 0};
   const char* names[2] = {"aligned_rounding", "vllm_uniform"};
