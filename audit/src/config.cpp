@@ -128,7 +128,7 @@ const std::vector<KeyInfo>& keys() {
        "[64, 4096] (default 512)"},
       {"distribution", "D[,D...]",
        "input distribution: vllm_uniform, normal, dominant, "
-       "near_ties, large_logits, nan_tail, fp16_max, or all "
+       "near_ties, large_logits, nan_tail, fp16_max, aligned_rounding, or all "
        "(default vllm_uniform)"},
       {"seed", "S[,S...]", "input seeds, >= 0 (default 0)"},
       {"alibi", "off|on[,...]", "ALiBi slopes 2^(-8(h+1)/H) (default off)"},

@@ -6,14 +6,26 @@
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
-#include <thread>
 
+#include "pagedattn_audit/aligned_rounding.h"
+
+#include "cache_steps.h"
+#include "parallel_for.h"
 #include "rng.h"
 
 namespace pagedattn::audit {
 namespace {
 
-enum class Dist { vllm_uniform, normal, dominant, near_ties, large_logits, nan_tail, fp16_max };
+enum class Dist {
+  vllm_uniform,
+  normal,
+  dominant,
+  near_ties,
+  large_logits,
+  nan_tail,
+  fp16_max,
+  aligned_rounding
+};
 
 Dist parse_dist(const std::string& name) {
   const auto& names = distribution_names();
@@ -35,35 +47,17 @@ void store(std::vector<std::uint8_t>& bytes, DType t, std::int64_t i, float v) {
   std::memcpy(bytes.data() + i * testing::traits(t).size, &bits, testing::traits(t).size);
 }
 
-// v moved by one step of `t`'s bit pattern away from or toward zero (never across it).
-float nudge(float v, DType t, bool up) {
-  std::uint32_t bits = testing::encode(t, v);
-  const std::size_t size = testing::traits(t).size;
-  const std::uint32_t mag_mask = size == 4 ? 0x7fffffffu : size == 2 ? 0x7fffu : 0x7fu;
-  if ((bits & mag_mask) == 0 && !up) return v;
-  bits = up ? bits + 1 : bits - 1;
-  return static_cast<float>(testing::decode(t, &bits, 0));
-}
-
-// Runs fn(block) for every block in [0, n) on `threads` host threads.
-template <class F>
-void parallel_blocks(std::int64_t n, int threads, F fn) {
-  threads = static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(threads, n)));
-  std::vector<std::thread> pool;
-  for (int t = 0; t < threads; ++t) {
-    pool.emplace_back([=] {
-      for (std::int64_t b = t; b < n; b += threads) fn(b);
-    });
-  }
-  for (std::thread& th : pool) th.join();
-}
-
 }  // namespace
 
 const std::vector<std::string>& distribution_names() {
-  static const std::vector<std::string> names = {
-      "vllm_uniform", "normal", "dominant", "near_ties", "large_logits", "nan_tail", "fp16_max"};
+  static const std::vector<std::string> names = {"vllm_uniform", "normal",          "dominant",
+                                                 "near_ties",    "large_logits",    "nan_tail",
+                                                 "fp16_max",     "aligned_rounding"};
   return names;
+}
+
+bool depends_on_warp(const std::string& distribution) {
+  return parse_dist(distribution) == Dist::aligned_rounding;
 }
 
 testing::Case generate_inputs(const CaseShape& sh, const std::string& distribution,
@@ -118,6 +112,17 @@ testing::Case generate_inputs(const CaseShape& sh, const std::string& distributi
     }
   }
 
+  if (sh.alibi) {
+    in.alibi_slopes.resize(H);  // vLLM's slopes 2^(-8 (h + 1) / H)
+    for (int h = 0; h < H; ++h) in.alibi_slopes[h] = std::exp2(-8.0f * (h + 1) / H);
+  }
+
+  // aligned_rounding builds every row from the kernel's own summation order: its own file.
+  if (dist == Dist::aligned_rounding) {
+    fill_aligned_rounding(in, sh.warp_size, seed, threads);
+    return in;
+  }
+
   // Queries. dominant and large_logits use positive queries so that a key of equal
   // elements gives a logit of known sign and size.
   const bool positive_q = dist == Dist::dominant || dist == Dist::large_logits;
@@ -138,11 +143,6 @@ testing::Case generate_inputs(const CaseShape& sh, const std::string& distributi
         store(in.query, sh.dtype, static_cast<std::int64_t>(in.q_index(s, h, d)), v);
       }
     }
-  }
-
-  if (sh.alibi) {
-    in.alibi_slopes.resize(H);  // vLLM's slopes 2^(-8 (h + 1) / H)
-    for (int h = 0; h < H; ++h) in.alibi_slopes[h] = std::exp2(-8.0f * (h + 1) / H);
   }
 
   // Per-sequence structure: the dominant token, the near-tie base keys.
@@ -178,7 +178,7 @@ testing::Case generate_inputs(const CaseShape& sh, const std::string& distributi
   // stay those of earlier runs) into a float buffer, then encoded: the headline case draws
   // 2 x 10^8 elements.
   const int x = layout.x;
-  parallel_blocks(in.num_blocks, threads, [&](std::int64_t blk) {
+  parallel_for(in.num_blocks, threads, [&](std::int64_t blk) {
     const int s = owner[blk];
     Rng kr(seed, kKey, blk), vr(seed, kValue, blk), lr(seed, kLogit, blk);
     std::vector<char> past(B), dominant(B);

@@ -325,6 +325,35 @@ std::vector<CaseResult> run_inputs(const Config& c, const testing::Case& in, con
   return results;
 }
 
+namespace {
+
+// One generated case of the grid. A distribution built for one summation order
+// (depends_on_warp) is generated per profile and run on that profile alone, so every row's
+// inputs follow from its own shape, seed and profile; native rows (--backend cuda) get
+// warp 32's, and --backend both the first profile's (the device's rows share them).
+void run_generated(const Config& c, CaseShape sh, const std::string& dist, std::uint64_t seed,
+                   const std::function<void(const CaseResult&)>& progress,
+                   std::vector<CaseResult>& all) {
+  std::vector<Config> runs{c};
+  if (depends_on_warp(dist) && c.backend == "emulator" && c.profiles.size() > 1) {
+    runs.clear();
+    for (const std::string& p : c.profiles) {
+      runs.push_back(c);
+      runs.back().profiles = {p};
+    }
+  }
+  for (const Config& rc : runs) {
+    sh.warp_size = rc.backend == "cuda" || rc.profiles.empty()
+                       ? 32
+                       : testing::profile_warp_size(rc.profiles.front());
+    testing::Case in = generate_inputs(sh, dist, seed, c.threads);
+    if (c.has_scale) in.scale = testing::float_value(c.scale);
+    for (CaseResult& r : run_inputs(rc, in, {dist, seed}, progress)) all.push_back(std::move(r));
+  }
+}
+
+}  // namespace
+
 std::vector<CaseResult> run_grid(const Config& c,
                                  const std::function<void(const CaseResult&)>& progress) {
   std::vector<CaseResult> all;
@@ -357,11 +386,7 @@ std::vector<CaseResult> run_grid(const Config& c,
                         }
                         sh.seq_len = len;
                         sh.alibi = al == "on";
-                        testing::Case in = generate_inputs(sh, dist, seed, c.threads);
-                        if (c.has_scale) in.scale = testing::float_value(c.scale);
-                        for (CaseResult& r : run_inputs(c, in, {dist, seed}, progress)) {
-                          all.push_back(std::move(r));
-                        }
+                        run_generated(c, sh, dist, seed, progress, all);
                       }
                     }
                   }

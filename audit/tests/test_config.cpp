@@ -41,7 +41,7 @@ TEST(Config, FlagsFillTheGrid) {
   EXPECT_EQ(c.dtypes, (std::vector<std::string>{"bf16"}));
   EXPECT_EQ(c.kv_cache_dtypes, (std::vector<std::string>{"fp8_e4m3"}));
   EXPECT_EQ(c.exp_ulps, (std::vector<int>{0, 3}));
-  EXPECT_EQ(c.distributions.size(), 7u);
+  EXPECT_EQ(c.distributions.size(), 8u);
   EXPECT_EQ(c.numerics, "vllm");
 }
 

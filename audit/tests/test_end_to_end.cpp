@@ -31,6 +31,7 @@ double proven_tolerance(const CaseResult& r) {
   parse_kv_cache_dtype(r.kv_cache_dtype, &sh.cache);
   sh.seq_len = static_cast<int>(r.seq_len);
   sh.alibi = r.alibi;
+  sh.warp_size = testing::profile_warp_size(r.profile);
   const testing::Judge judge(generate_inputs(sh, r.distribution, r.seed, 2));
   testing::BoundSetup setup;
   setup.warp_size = testing::profile_warp_size(r.profile);

@@ -21,7 +21,14 @@ namespace pagedattn::audit {
 // nan_tail:     vllm_uniform, with NaN in every cache slot past seq_len (the last block's
 //               tail and a spare unused block): a kernel that reads one turns NaN.
 // fp16_max:     vllm_uniform q and k; values of magnitude in [60000, 65504].
+// aligned_rounding: every q.k rounds each partial sum the same way, by nearly half an ulp,
+//               in the direction (sign of v_i - y) that moves the output: the logits' error
+//               at the bound's worst case (pagedattn_audit/aligned_rounding.h). Logits about
+//               24, spread over about 4; values of magnitude in [1/2, 1).
 const std::vector<std::string>& distribution_names();
+// Whether a distribution's inputs follow one warp width's summation order
+// (CaseShape::warp_size): aligned_rounding.
+bool depends_on_warp(const std::string& distribution);
 
 struct CaseShape {
   int num_seqs = 1, num_heads = 8, num_kv_heads = 8, head_size = 128, block_size = 16;
@@ -29,6 +36,7 @@ struct CaseShape {
   CacheFormat cache = CacheFormat::same;  // kv_cache_dtype
   int seq_len = 16;                       // sequence 0's length; others uniform in [1, seq_len]
   bool alibi = false;
+  int warp_size = 64;  // depends_on_warp distributions: the warp whose order they follow
 };
 
 // A case of `distribution`, deterministic in (shape, distribution, seed) and independent
