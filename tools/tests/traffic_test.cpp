@@ -1,13 +1,10 @@
 // `limits --traffic` and `audit --traffic`: the bytes each launch moved, counted on the
 // emulator by pagedattn-traffic (the instrumented kernels), as the programs print them.
-// 32 query heads over 8 KV heads, head size 128, fp16 (issue 18's headline shape) at 2,001
-// tokens instead of 100,000 so each run takes seconds: the per-head kernels read the cache
-// once per query head and the grouped ones once per block of heads at any length
+// 32 query heads over 8 KV heads, head size 128, fp16 (issue 18's headline shape) at 1,001
+// and 2,001 tokens instead of 100,000 so each run takes seconds: the per-head kernels read the
+// cache once per query head and the grouped ones once per block of heads at any length
 // (emulator/tests/test_kernel_traffic.cpp, perfmodel/tests/test_model_traffic.cpp).
 #include <gtest/gtest.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -16,38 +13,18 @@
 #include <regex>
 #include <sstream>
 
+#include "cli_process.h"
 #include "pagedattn/perfmodel.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 
-struct Result {
-  int code = -1;
-  std::string out, err;
-};
+using tools_test::Result;
+using tools_test::slurp;
 
 fs::path temp_dir() {
-  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  fs::path p = fs::temp_directory_path() / ("pagedattn_traffic_" + std::to_string(::getpid()) +
-                                            "_" + info->test_suite_name() + "_" + info->name());
-  fs::remove_all(p);
-  fs::create_directories(p);
-  return p;
-}
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-Result run(const std::string& program, const std::string& args, const fs::path& dir) {
-  const fs::path o = dir / "stdout.txt", e = dir / "stderr.txt";
-  const std::string cmd = program + " " + args + " >" + o.string() + " 2>" + e.string();
-  const int status = std::system(cmd.c_str());
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(o), slurp(e)};
+  return tools_test::temp_dir("pagedattn_traffic_");
 }
 
 // K and V bytes of `tokens` tokens over 8 KV heads of 128 fp16 elements.
@@ -95,7 +72,7 @@ TEST(LimitsTraffic, KvReadsAreTheModelsAndTheHeadlineRatio) {
   // h200 at 2,001 tokens (grouped V1 then serves 2 heads per block: the model's
   // blocks_per_kv_head), bi-v100 at 1,001 (4 per block).
   for (const auto& [profile, tokens] : {std::pair{"h200", 2001}, std::pair{"bi-v100", 1001}}) {
-    const Result r = run(
+    const Result r = tools_test::run_program(
         PAGEDATTN_CLI,
         "limits --traffic --traffic-seq-len " + std::to_string(tokens) + " --profile " + profile,
         dir);
@@ -149,7 +126,7 @@ TEST(LimitsTraffic, BadShapeIsAUsageErrorAndPrintsNothing) {
       {"limits --traffic --num-heads 6", {"--num-heads 6", "multiple of --num-kv-heads 8"}},
   };
   for (const auto& [args, want] : cases) {
-    const Result r = run(PAGEDATTN_CLI, args, dir);
+    const Result r = tools_test::run_program(PAGEDATTN_CLI, args, dir);
     EXPECT_EQ(r.code, 2) << args << ": " << r.err;
     EXPECT_EQ(r.out, "") << args;
     for (const std::string& w : want) EXPECT_NE(r.err.find(w), std::string::npos) << r.err;
@@ -166,7 +143,7 @@ TEST(LimitsTraffic, MissingHelperSaysWhereAndWritesNothing) {
   const std::vector<std::string> commands = {
       "limits --traffic", "audit --traffic --seq-lens 20 --json " + (dir / "a.json").string()};
   for (const std::string& args : commands) {
-    const Result r = run(lone.string(), args, dir);
+    const Result r = tools_test::run_program(lone.string(), args, dir);
     EXPECT_EQ(r.code, 1) << args << ": " << r.err;
     EXPECT_EQ(r.out, "") << args;
     EXPECT_NE(r.err.find((dir / "pagedattn-traffic").string() + " not found"), std::string::npos)
@@ -178,7 +155,7 @@ TEST(LimitsTraffic, MissingHelperSaysWhereAndWritesNothing) {
 
 nlohmann::json audit_json(const std::string& flags, const fs::path& dir) {
   const fs::path file = dir / "audit.json";
-  const Result r = run(
+  const Result r = tools_test::run_program(
       PAGEDATTN_CLI,
       "audit --seq-lens 300 --numerics ours --quiet --json " + file.string() + " " + flags, dir);
   EXPECT_EQ(r.code, 0) << flags << ": " << r.err;
