@@ -56,8 +56,8 @@ std::vector<int> parse_seq_lens(const std::string& text) {
       n = std::stoll(item, &used);
     } catch (const std::exception&) {
     }
-    if (used != item.size() || n < 1 || n > 100000000) {
-      throw cli::UsageError("--seq-lens: each length must be an integer in [1, 100000000], got '" +
+    if (used != item.size() || n < 0 || n > 100000000) {
+      throw cli::UsageError("--seq-lens: each length must be an integer in [0, 100000000], got '" +
                             item + "' in '" + text + "'");
     }
     lens.push_back(static_cast<int>(n));
