@@ -1,15 +1,18 @@
 // `pagedattn limits`: what each kernel asks of a device profile, from the same layout
 // functions the launchers use (pagedattn/resources.h), so the printed numbers are the
 // launched numbers.
+#include <cstdio>
 #include <iostream>
 #include <memory>
 #include <string>
 
 #include "cli.h"
 #include "emu/profile.h"
+#include "pagedattn/perfmodel.h"
 #include "pagedattn/resources.h"
 #include "pagedattn/supported.h"  // the head and block sizes
 #include "pagedattn/validate.h"
+#include "pagedattn_audit/traffic.h"
 
 namespace cli {
 namespace {
@@ -22,9 +25,16 @@ std::vector<std::string> to_strings(const int* begin, const int* end) {
 
 struct Settings {
   std::string profile = "bi-v100", head_size = "128", block_size = "16", partition_size = "512";
+  // --traffic: the bytes each launch moves for one sequence of this shape.
+  bool traffic = false;
+  std::string num_heads = "32", num_kv_heads = "8", dtype = "f16", kv_cache_dtype = "auto";
+  std::string seq_len = "10001";
 };
 
 int run_limits(const Settings& s);
+pagedattn::audit::TrafficQuery traffic_query(const Settings& s);
+void print_traffic(const Settings& s, const pagedattn::audit::TrafficQuery& q,
+                   const pagedattn::audit::Traffic& t);
 
 Run setup(CLI::App& app) {
   auto s = std::make_shared<Settings>();
@@ -47,6 +57,30 @@ Run setup(CLI::App& app) {
       ->option_text("P")
       ->check(int_in(pagedattn::kMinPartitionSize, pagedattn::kMaxPartitionSize,
                      "a multiple of block size in [64, 4096]"));
+  CLI::Option* traffic =
+      app.add_flag("--traffic", s->traffic,
+                   "also count the bytes each launch reads and writes, on the emulator (runs "
+                   "pagedattn-traffic, beside this program)");
+  const auto needs_traffic = [&](CLI::Option* o) { o->needs(traffic); };
+  needs_traffic(app.add_option("--num-heads", s->num_heads, "--traffic: query heads (default 32)")
+                    ->option_text("N")
+                    ->check(int_in(1, 256, "an integer in [1, 256]")));
+  needs_traffic(app.add_option("--num-kv-heads", s->num_kv_heads,
+                               "--traffic: KV heads, dividing --num-heads (default 8)")
+                    ->option_text("N")
+                    ->check(int_in(1, 256, "an integer in [1, 256]")));
+  needs_traffic(app.add_option("--dtype", s->dtype, "--traffic: query dtype (default f16)")
+                    ->option_text("T")
+                    ->check(one_of({"f32", "f16", "bf16"})));
+  needs_traffic(app.add_option("--kv-cache-dtype", s->kv_cache_dtype,
+                               "--traffic: vLLM's kv_cache_dtype (default auto)")
+                    ->option_text("T")
+                    ->check(one_of({"auto", "fp8", "fp8_e4m3", "fp8_e5m2"})));
+  needs_traffic(app.add_option("--traffic-seq-len", s->seq_len,
+                               "--traffic: tokens of the one sequence counted (default 10001; "
+                               "the headline's 100000 takes minutes on the emulator)")
+                    ->option_text("N")
+                    ->check(int_in(1, 1000000, "an integer in [1, 1000000]")));
   return [s] { return run_limits(*s); };
 }
 
@@ -63,6 +97,13 @@ int run_limits(const Settings& s) {
   if (partition % block_size != 0) {
     throw UsageError("--partition-size must be a multiple of block size " +
                      std::to_string(block_size) + " in [64, 4096], got " + s.partition_size);
+  }
+  // Measured before anything is printed: a usage error or a missing helper writes nothing.
+  pagedattn::audit::TrafficQuery q;
+  pagedattn::audit::Traffic traffic;
+  if (s.traffic) {
+    q = traffic_query(s);
+    traffic = pagedattn::audit::measure_traffic(q);
   }
   const emu::Profile prof = emu::load_profile(s.profile);
   const int ws = prof.warp_size;
@@ -151,7 +192,87 @@ int run_limits(const Settings& s) {
   std::cout << "longest V1 sequence: " << longest << " tokens (" << smem_limit
             << " bytes of shared memory; vLLM's V1 layout: " << vllm_longest << " tokens with its "
             << vllm_static << " static bytes, fp32)\n";
+  if (s.traffic) print_traffic(s, q, traffic);
   return 0;
+}
+
+std::string ratio(std::uint64_t a, std::uint64_t b) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4fx", b ? double(a) / double(b) : 0.0);
+  return buf;
+}
+
+pagedattn::audit::TrafficQuery traffic_query(const Settings& s) {
+  pagedattn::audit::TrafficQuery q;
+  q.profile = s.profile;
+  q.dtype = s.dtype;
+  q.kv_cache_dtype = s.kv_cache_dtype;
+  q.num_heads = std::stoi(s.num_heads);
+  q.num_kv_heads = std::stoi(s.num_kv_heads);
+  q.head_size = std::stoi(s.head_size);
+  q.block_size = std::stoi(s.block_size);
+  q.partition_size = std::stoi(s.partition_size);
+  q.seq_lens = {std::stoi(s.seq_len)};
+  if (q.num_heads % q.num_kv_heads != 0) {
+    throw UsageError("--num-heads " + s.num_heads + " must be a multiple of --num-kv-heads " +
+                     s.num_kv_heads);
+  }
+  return q;
+}
+
+// The bytes each launch moved, beside the model's K and V loads (perfmodel.h
+// kv_load_bytes) and what exists.
+void print_traffic(const Settings& s, const pagedattn::audit::TrafficQuery& q,
+                   const pagedattn::audit::Traffic& t) {
+  pagedattn::Workload w;
+  w.num_heads = q.num_heads;
+  w.num_kv_heads = q.num_kv_heads;
+  w.head_size = q.head_size;
+  w.block_size = q.block_size;
+  w.partition_size = q.partition_size;
+  w.max_seq_len = q.seq_lens[0];
+  w.io_elem_bytes = s.dtype == "f32" ? 4 : 2;
+  w.cache_elem_bytes = s.kv_cache_dtype != "auto" ? 1 : w.io_elem_bytes;
+  const pagedattn::perf::Estimate e =
+      pagedattn::perf::estimate(pagedattn::perf::load_device(s.profile), w);
+
+  const std::uint64_t inputs = t.kv_bytes_exist + t.query_bytes + t.block_table_bytes;
+  std::cout << "\nbytes moved, counted on the emulator (the instrumented kernels, "
+               "pagedattn-traffic): 1 sequence of "
+            << s.seq_len << " tokens, " << q.num_heads << " query heads over " << q.num_kv_heads
+            << " KV heads, " << s.dtype << ", kv cache " << s.kv_cache_dtype << "\n"
+            << "  KV cache bytes that exist: " << t.kv_bytes_exist << " (query " << t.query_bytes
+            << ", block table " << t.block_table_bytes << ")\n";
+  for (const pagedattn::audit::TrafficRun& r : t.runs) {
+    const bool v1 = r.kernel == "v1", grouped = r.variant == "grouped";
+    const pagedattn::perf::KernelEstimate& m =
+        v1 ? (grouped ? e.v1_grouped : e.v1) : (grouped ? e.v2_grouped : e.v2);
+    const std::string name = r.kernel + " " + r.variant;
+    const std::string why = r.absent_reason();
+    if (!why.empty()) {
+      std::cout << "  " << name << ": absent, " << why << "\n";
+      continue;
+    }
+    for (const pagedattn::audit::LaunchBytes& l : r.launches) {
+      const bool reduce = l.role == "reduce";
+      std::cout << "  " << name << " "
+                << pagedattn::kernel_entry_name(reduce ? pagedattn::Kernel::reduce
+                                                : v1   ? pagedattn::Kernel::v1
+                                                       : pagedattn::Kernel::v2)
+                << ": read " << l.bytes_read << " bytes, written " << l.bytes_written << " bytes";
+      if (!reduce) {
+        std::cout << "; KV read " << l.kv_bytes_read
+                  << " bytes = " << ratio(l.kv_bytes_read, t.kv_bytes_exist)
+                  << " what exists (model " << std::int64_t(m.kv_load_bytes) << ")";
+      }
+      std::cout << "\n";
+    }
+    std::cout << "  " << name << " in all: read " << r.bytes_read()
+              << " bytes = " << ratio(r.bytes_read(), inputs)
+              << " the KV cache, query and block table"
+              << (r.grouped_fallback.empty() ? "" : " (ran per head: " + r.grouped_fallback + ")")
+              << "\n";
+  }
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <exception>
 
 #include "pagedattn_audit/report.h"
+#include "pagedattn_audit/traffic.h"
 #include "pagedattn_audit/runner.h"
 
 namespace pagedattn::audit {
@@ -130,6 +131,7 @@ int execute(const Config& c, const std::string& command, std::ostream& out, std:
     return 2;
   }
   try {
+    if (c.traffic) require_traffic_helper();  // before the cases run, not after
     std::vector<CaseResult> cases;
     if (c.replay_dir.empty()) {
       cases = run_grid(c);

@@ -161,6 +161,10 @@ const std::vector<KeyInfo>& keys() {
       {"json", "FILE", "write the cases as JSON (schema: audit/SCHEMA.md)"},
       {"csv", "FILE", "write the cases as CSV, one row per case"},
       {"quiet", nullptr, "do not print the table"},
+      {"traffic", nullptr,
+       "count the global-memory bytes each emulator case's launches read and write (runs "
+       "pagedattn-traffic, beside pagedattn, once per kernel, variant, partition size and "
+       "numerics of an input set: seconds per case; JSON key traffic)"},
       {"fail-on", "G[,G...]",
        "CI gates, each with its own exit code: error (3), nonfinite (4), over-bound (5; a "
        "case without a bound is never over)"},
@@ -273,6 +277,8 @@ void apply_key(Config& c, const std::string& raw_key, const std::string& v, cons
     c.csv_path = v;
   } else if (key == "quiet") {
     c.quiet = choice(w, v, {"", "true", "false"}) != "false";
+  } else if (key == "traffic") {
+    c.traffic = choice(w, v, {"", "true", "false"}) != "false";
   } else {
     std::vector<std::string> names;
     for (const KeyInfo& k : keys()) names.push_back(k.name);

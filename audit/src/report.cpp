@@ -52,6 +52,29 @@ std::string csv_field(const std::string& s) {
   return q + "\"";
 }
 
+// SCHEMA.md, key traffic: measured, or absent and why.
+ordered_json traffic_json(const CaseResult& r) {
+  if (!r.traffic) return {{"status", "absent"}, {"reason", r.traffic_absent}};
+  const Traffic& t = *r.traffic;
+  const TrafficRun& run = t.runs.at(0);
+  ordered_json launches = ordered_json::array();
+  for (const LaunchBytes& l : run.launches) {
+    launches.push_back({{"kernel", l.kernel},
+                        {"role", l.role},
+                        {"bytes_read", l.bytes_read},
+                        {"bytes_written", l.bytes_written},
+                        {"kv_bytes_read", l.kv_bytes_read}});
+  }
+  return {{"status", "measured"},
+          {"kv_bytes_exist", t.kv_bytes_exist},
+          {"query_bytes", t.query_bytes},
+          {"block_table_bytes", t.block_table_bytes},
+          {"bytes_read", run.bytes_read()},
+          {"bytes_written", run.bytes_written()},
+          {"kv_bytes_read", run.kv_bytes_read()},
+          {"launches", std::move(launches)}};
+}
+
 }  // namespace
 
 void print_table(std::ostream& os, const std::vector<CaseResult>& cases) {
@@ -155,6 +178,7 @@ std::string to_json(const std::vector<CaseResult>& cases, const std::string& com
     j["ref_time_s"] = r.ref_time_s;
     j["gpu_vs_emulator_max_abs_diff"] =
         r.gpu_vs_emulator_max_abs_diff ? number(*r.gpu_vs_emulator_max_abs_diff) : ordered_json();
+    j["traffic"] = traffic_json(r);
     arr.push_back(std::move(j));
   }
   root["cases"] = std::move(arr);

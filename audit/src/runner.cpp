@@ -108,6 +108,48 @@ CaseResult describe_case(const testing::Case& in, const Origin& origin, const Ke
   return r;
 }
 
+// --traffic: the case's bytes from pagedattn-traffic, once per kernel, variant, partition
+// size and numerics choices of one input set (the exp model moves no byte).
+void count_traffic(CaseResult& r, const testing::Case& in, int partition_size,
+                   const NumericsChoices& choices, std::map<std::string, Traffic>& done) {
+  if (!r.launched) {
+    r.traffic_absent = "not launched";
+    return;
+  }
+  TrafficQuery q;
+  q.profile = r.profile;
+  q.dtype = r.dtype;
+  q.kv_cache_dtype = r.kv_cache_dtype;
+  q.num_heads = r.num_heads;
+  q.num_kv_heads = r.num_kv_heads;
+  q.head_size = r.head_size;
+  q.block_size = r.block_size;
+  q.partition_size = partition_size;
+  q.seq_lens.assign(in.seq_lens.begin(), in.seq_lens.end());
+  q.alibi = r.alibi;
+  q.choices = choices;
+  q.kernel = r.kernel;
+  q.variant = r.variant;
+  const std::string key = r.profile + "/" + r.kernel + "/" + r.variant + "/" +
+                          std::to_string(partition_size) + "/" + r.numerics;
+  auto it = done.find(key);
+  if (it == done.end()) {
+    try {
+      it = done.emplace(key, measure_traffic(q)).first;
+    } catch (const std::exception& e) {
+      r.traffic_absent = e.what();
+      return;
+    }
+  }
+  const std::string why = it->second.runs.at(0).absent_reason();
+  if (why.empty()) {
+    r.traffic = it->second;
+    r.traffic_absent.clear();
+  } else {
+    r.traffic_absent = why;
+  }
+}
+
 }  // namespace
 
 std::vector<NumericsVariant> numerics_variants(const std::string& selection) {
@@ -177,6 +219,7 @@ std::vector<CaseResult> run_inputs(const Config& c, const testing::Case& in, con
   const std::vector<KernelVariant> kernels = kernel_variants(c.kernel);
   const std::vector<NumericsVariant> numerics = numerics_variants(c.numerics);
 
+  std::map<std::string, Traffic> traffic;  // --traffic: what pagedattn-traffic counted
   std::vector<CaseResult> results;
   std::vector<std::vector<std::uint8_t>> outputs;  // each launched case's out, for metrics
   std::vector<testing::BoundSetup> bound_cases;    // what each case's bound needs
@@ -241,6 +284,8 @@ std::vector<CaseResult> run_inputs(const Config& c, const testing::Case& in, con
               r.reason = e.what();
             }
             r.time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+            if (c.traffic)
+              count_traffic(r, in, P ? P : opt.partition_size, effective_choices(opt), traffic);
             // The emulator's exp is the correctly rounded one moved at most k ulps.
             bound_cases.push_back({prof.warp_size, P, effective_choices(opt),
                                    bound::ExpAccuracy::emulator(em.max_ulp)});
@@ -263,6 +308,7 @@ std::vector<CaseResult> run_inputs(const Config& c, const testing::Case& in, con
       for (const NumericsVariant& num : numerics) {
         CaseResult r = describe_case(in, origin, kernel, device_name, 32, "cuda", P, num.name);
         r.exp_mode = "device";
+        if (c.traffic) r.traffic_absent = "cuda backend: bytes are counted on the emulator";
         Options opt;
         opt.numerics = num.numerics;
         opt.vllm_choices = num.choices;

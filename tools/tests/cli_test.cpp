@@ -14,6 +14,7 @@
 #include <regex>
 #include <sstream>
 
+#include "cli_process.h"
 #include "cli_replay.h"
 #include "pagedattn/resources.h"
 #include "pagedattn_testing/judge.h"
@@ -26,37 +27,15 @@ using pagedattn::testing::Case;
 using tools_test::Files;
 using tools_test::ReplaySpec;
 
-struct Result {
-  int code = -1;
-  std::string out, err;
-};
+using tools_test::Result;
+using tools_test::slurp;
 
 fs::path temp_dir() {
-  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  fs::path p = fs::temp_directory_path() / ("pagedattn_cli_" + std::to_string(::getpid()) + "_" +
-                                            info->test_suite_name() + "_" + info->name());
-  fs::remove_all(p);
-  fs::create_directories(p);
-  return p;
-}
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  return tools_test::temp_dir("pagedattn_cli_");
 }
 
 Result run_cli(const std::string& args, const fs::path& scratch) {
-  const fs::path o = scratch / "stdout.txt", e = scratch / "stderr.txt";
-  const std::string cmd =
-      std::string(PAGEDATTN_CLI) + " " + args + " >" + o.string() + " 2>" + e.string();
-  const int status = std::system(cmd.c_str());
-  Result r;
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = slurp(o);
-  r.err = slurp(e);
-  return r;
+  return tools_test::run_program(PAGEDATTN_CLI, args, scratch);
 }
 
 bool empty_or_missing(const fs::path& dir) {

@@ -49,6 +49,7 @@ struct Config {
   bool bf16 = false;                 // replay: '<u2' arrays are bfloat16 bits
   std::string json_path, csv_path;   // reports to write ("" = none)
   bool quiet = false;                // no table on stdout
+  bool traffic = false;              // count each emulator case's bytes (pagedattn_audit/traffic.h)
 };
 
 // One kernel a case runs: V1 or V2, per query head or grouped (Options::grouped).

@@ -10,6 +10,7 @@
 #include "pagedattn_audit/config.h"
 #include "pagedattn_audit/inputs.h"
 #include "pagedattn_audit/metrics.h"
+#include "pagedattn_audit/traffic.h"
 #include "pagedattn/params.h"
 #include "pagedattn_bound/bound.h"
 
@@ -57,6 +58,11 @@ struct CaseResult {
   // --backend both, cuda cases: max |gpu out - emulator out| against the first emulator
   // case of the same kernel, variant, partition size and numerics.
   std::optional<double> gpu_vs_emulator_max_abs_diff;
+  // --traffic: the bytes this case's launches moved, counted on the emulator for its shape
+  // and sequence lengths (traffic.h; `runs` holds this case's one run), when measured;
+  // else why not.
+  std::optional<Traffic> traffic;
+  std::string traffic_absent = "not asked (--traffic)";
 };
 
 // One numerics setting a case runs with, and its report name.
