@@ -1,6 +1,7 @@
 // Shared steps of the attention properties: running a kernel and asserting an
 // error-over-bound with the case printed on failure.
 #pragma once
+#include <emu/checks.h>
 #include <rapidcheck.h>
 
 #include <string>
@@ -19,5 +20,14 @@ void assert_within(const Verdict& v, const std::string& what);
 // output) within its own proven bound; `what` names the check in a failure.
 void assert_kernels_within(const Case& c, const ref::Output& ex, const Options& options,
                            const std::string& profile, const std::string& what);
+
+// memcheck on for one case, the checks before it restored after (also on a failed assert):
+// device allocations then end flush against a guard page, so a read one element past a
+// tensor is a finding and the launch fails.
+struct WithMemcheck {
+  unsigned before = emu::enabled_checks();
+  WithMemcheck() { emu::set_checks(before | emu::check_memcheck); }
+  ~WithMemcheck() { emu::set_checks(before); }
+};
 
 }  // namespace pagedattn::prop

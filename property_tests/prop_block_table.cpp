@@ -6,8 +6,6 @@
 // are masked), so this is the property that catches a span running one KV block too far:
 // attention_phases.cuh's `end_blk` rounded up with `+ 1` for `- 1` (mutant
 // attention_phases.cuh:84:35:aor, which survived every other property).
-#include <emu/checks.h>
-
 #include <algorithm>
 
 #include "checks.h"
@@ -15,17 +13,6 @@
 #include "registry.h"
 
 namespace pagedattn::prop {
-namespace {
-
-// memcheck on for one case, the checks before it restored after (also on a failed assert).
-struct WithMemcheck {
-  unsigned before = emu::enabled_checks();
-  WithMemcheck() { emu::set_checks(before | emu::check_memcheck); }
-  ~WithMemcheck() { emu::set_checks(before); }
-};
-
-}  // namespace
-
 PAGEDATTN_PROPERTY(prop_block_table_reads_stay_inside, 60) {
   Spec s = *gen_spec();
   s.tight_table = true;
