@@ -52,7 +52,7 @@ std::string csv_field(const std::string& s) {
   return q + "\"";
 }
 
-// SCHEMA.md, key traffic: measured, or absent and why.
+// audit/SCHEMA.md, key traffic: measured, or absent and why.
 ordered_json traffic_json(const CaseResult& r) {
   if (!r.traffic) return {{"status", "absent"}, {"reason", r.traffic_absent}};
   const Traffic& t = *r.traffic;
