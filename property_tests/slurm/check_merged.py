@@ -93,8 +93,9 @@ def campaign_key(c):
 
 
 def mutation_key(m):
-    # The local run is one unsharded run: its shard fields say so; the outcome is the rest.
-    for k in ("shard", "shards", "complete"):
+    # The local run is one unsharded run: its shard fields say so, and it has none of the
+    # merge's own records (the lists' digest, reruns); the outcome is the rest.
+    for k in ("shard", "shards", "complete", "lists_digest", "reruns"):
         m["source"].pop(k, None)
     m["source"]["mutants"] = sorted(m["source"]["mutants"], key=lambda r: r["id"])
     return m
