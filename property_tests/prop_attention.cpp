@@ -40,6 +40,33 @@ test::wrong::States row_states(const Outputs& o, std::size_t row, int D) {
   return test::wrong::row_states(&o.max_logits[row * NP], &o.exp_sums[row * NP], tmp.data(), NP, D);
 }
 
+// The overflow properties' shape: f32 (f16 cannot overflow q.k), no ALiBi, one physical
+// slot per token (each key is its own), no empty partitions, no fp8.
+Spec overflow_spec() {
+  Limits lim;
+  lim.fp8 = false;
+  lim.allow_empty = false;
+  Spec s = *gen_spec(lim);
+  s.scalar = DType::f32;
+  s.alibi = false;
+  s.layout = BlockLayout::distinct;
+  return s;
+}
+
+// Row 0 (sequence 0, head 0) of every kernel under test is token `top`'s value row, bit for bit.
+void assert_row0_is_token(const Case& p, const Spec& s, int top) {
+  const auto [blk, slot] = p.where(0, top);
+  for (const KernelUnderTest& k : kernels_under_test(p)) {
+    const Outputs o = run(p, k.kernel, k.options(s.options()), s.profile);
+    for (int d = 0; d < s.head_size; ++d) {
+      const double want = p.value(blk, KvHead{0}, slot, Dim{d});
+      if (!(o.out[d] == want))
+        RC_FAIL(std::string(k.name) + " row 0, d " + std::to_string(d) + ": got " + hex(o.out[d]) +
+                ", the top token's value " + hex(want));
+    }
+  }
+}
+
 }  // namespace
 
 // v2_eq_v1: V1, V2 at the case's partition size and V2 at a second one all equal the
@@ -430,13 +457,7 @@ PAGEDATTN_PROPERTY(prop_finite_in_finite_out, 200) {
 // the chosen token's key = +c * sign(q), every other key = -c * sign(q), c = 2^64 (each
 // product 2^128, past FLT_MAX alone). f32 (f16 cannot overflow q.k), no ALiBi.
 PAGEDATTN_PROPERTY(prop_overflowing_logits_keep_sign, 60) {
-  Limits lim;
-  lim.fp8 = false;
-  lim.allow_empty = false;
-  Spec s = *gen_spec(lim);
-  s.scalar = DType::f32;
-  s.alibi = false;
-  s.layout = BlockLayout::distinct;  // one physical slot per token: each key is its own
+  Spec s = overflow_spec();
   const int L = *rc::gen::inRange(2, 3 * s.block_size + 2);
   s.seq_lens = {L};
   Case p = build(s);
@@ -452,16 +473,7 @@ PAGEDATTN_PROPERTY(prop_overflowing_logits_keep_sign, 60) {
       p.set_key(blk, KvHead{0}, slot, Dim{d}, (t == top ? sq : -sq) * c);
     }
   }
-  const auto [blk, slot] = p.where(0, top);
-  for (const KernelUnderTest& k : kernels_under_test(p)) {
-    const Outputs o = run(p, k.kernel, k.options(s.options()), s.profile);
-    for (int d = 0; d < D; ++d) {
-      const double want = p.value(blk, KvHead{0}, slot, Dim{d});
-      if (!(o.out[d] == want))
-        RC_FAIL(std::string(k.name) + " row 0, d " + std::to_string(d) + ": got " +
-                std::to_string(o.out[d]) + ", the top token's value " + std::to_string(want));
-    }
-  }
+  assert_row0_is_token(p, s, top);
 }
 
 // The window between the two: q.k overflows fp32 on the fast path but q.k * scale does not,
@@ -477,14 +489,8 @@ PAGEDATTN_PROPERTY(prop_overflowing_logits_keep_sign, 60) {
 // values; one that scales down once too often (458:31:const, down = 2^-71) quarters the
 // window logits, and a fast-path token overtakes the top.
 PAGEDATTN_PROPERTY(prop_overflow_window_logits_exact, 60) {
-  Limits lim;
-  lim.fp8 = false;
-  lim.allow_empty = false;
-  Spec s = *gen_spec(lim);
-  s.scalar = DType::f32;
-  s.alibi = false;
-  s.logits = LogitShape::uniform;    // scale = 2 / sqrt(head_size)
-  s.layout = BlockLayout::distinct;  // one physical slot per token: each key is its own
+  Spec s = overflow_spec();
+  s.logits = LogitShape::uniform;  // scale = 2 / sqrt(head_size)
   const int L = *rc::gen::inRange(2, 3 * s.block_size + 2);
   s.seq_lens = {L};
   Case p = build(s);
@@ -503,16 +509,7 @@ PAGEDATTN_PROPERTY(prop_overflow_window_logits_exact, 60) {
     p.set_key(blk, KvHead{0}, slot, Dim{0}, a * c);
     for (int d = 1; d < D; ++d) p.set_key(blk, KvHead{0}, slot, Dim{d}, 0.0);
   }
-  const auto [blk, slot] = p.where(0, top);
-  for (const KernelUnderTest& k : kernels_under_test(p)) {
-    const Outputs o = run(p, k.kernel, k.options(s.options()), s.profile);
-    for (int d = 0; d < D; ++d) {
-      const double want = p.value(blk, KvHead{0}, slot, Dim{d});
-      if (!(o.out[d] == want))
-        RC_FAIL(std::string(k.name) + " row 0, d " + std::to_string(d) + ": got " + hex(o.out[d]) +
-                ", the top token's value " + hex(want));
-    }
-  }
+  assert_row0_is_token(p, s, top);
 }
 
 }  // namespace pagedattn::prop

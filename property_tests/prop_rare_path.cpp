@@ -14,6 +14,35 @@
 
 namespace pagedattn::prop {
 
+namespace {
+
+// Value element 0 of every token set to 0.7 FLT_MAX (a dominant token's warp partial then
+// passes FLT_MAX / NUM_WARPS), then every kernel under test with both numerics: every output
+// finite and within its own proven bound.
+void check_rescued_rows(Case c, const Spec& s) {
+  for (int q = 0; q < c.num_seqs; ++q) {
+    for (std::int64_t t = 0; t < c.seq_lens[q]; ++t) {
+      const auto [blk, slot] = c.where(q, t);
+      for (int h = 0; h < c.num_kv_heads; ++h)
+        c.set_value(blk, KvHead{h}, slot, Dim{0}, 0.7 * FLT_MAX);
+    }
+  }
+  const testing::Judge judge(std::move(c));
+  for (Numerics numerics : {Numerics::vllm_compatible, Numerics::exact_fp32}) {
+    const Options opt = s.options(numerics);
+    for (const KernelUnderTest& k : kernels_under_test(judge.input())) {
+      const Options ko = k.options(opt);
+      const Outputs o = run(judge.input(), k.kernel, ko, s.profile);
+      for (double x : o.out) RC_ASSERT(std::isfinite(x));
+      assert_within(judge.verdict(o.out, k.kernel, ko, s.profile),
+                    std::string(k.name) +
+                        (numerics == Numerics::exact_fp32 ? " (ours)" : " (vLLM's numerics)"));
+    }
+  }
+}
+
+}  // namespace
+
 // fp8 caches (both), f32 or bf16 queries (f16's 65504 caps every dequantized value, so its
 // partials cannot reach the path), v_scale 2^119..2^120 (e4m3, max 448) or 2^112..2^113
 // (e5m2, max 57344), so dequantized values reach 0.75 FLT_MAX; value element 0 of every
@@ -35,31 +64,8 @@ PAGEDATTN_PROPERTY(prop_rare_path_fp8_scales, 100) {
   s.span = 20;
   s.offset = 0;
   s.v_class = ValueClass::nearmax;
-  Case c = build(s);
-  for (int q = 0; q < c.num_seqs; ++q) {
-    for (std::int64_t t = 0; t < c.seq_lens[q]; ++t) {
-      const auto [blk, slot] = c.where(q, t);
-      for (int h = 0; h < c.num_kv_heads; ++h)
-        c.set_value(blk, KvHead{h}, slot, Dim{0}, 0.7 * FLT_MAX);
-    }
-  }
-  const testing::Judge judge(std::move(c));
-  for (Numerics numerics : {Numerics::vllm_compatible, Numerics::exact_fp32}) {
-    const Options opt = s.options(numerics);
-    for (const KernelUnderTest& k : kernels_under_test()) {
-      const Options ko = k.options(opt);
-      const Outputs o = run(judge.input(), k.kernel, ko, s.profile);
-      for (double x : o.out) RC_ASSERT(std::isfinite(x));
-      assert_within(judge.verdict(o.out, k.kernel, ko, s.profile),
-                    std::string(k.name) +
-                        (numerics == Numerics::exact_fp32 ? " (ours)" : " (vLLM's numerics)"));
-    }
-  }
+  check_rescued_rows(build(s), s);
 }
-
-}  // namespace pagedattn::prop
-
-namespace pagedattn::prop {
 
 // The rare path on a row of mixed magnitudes, without fp8 scales: f32 or bf16 (the formats
 // that hold 0.7 FLT_MAX), cache of the query's type, value element 0 of every token 0.7
@@ -78,26 +84,7 @@ PAGEDATTN_PROPERTY(prop_rare_path_mixed_row, 60) {
   s.logits = LogitShape::dominant;
   s.span = 20;
   s.offset = 0;
-  Case c = build(s);
-  for (int q = 0; q < c.num_seqs; ++q) {
-    for (std::int64_t t = 0; t < c.seq_lens[q]; ++t) {
-      const auto [blk, slot] = c.where(q, t);
-      for (int h = 0; h < c.num_kv_heads; ++h)
-        c.set_value(blk, KvHead{h}, slot, Dim{0}, 0.7 * FLT_MAX);
-    }
-  }
-  const testing::Judge judge(std::move(c));
-  for (Numerics numerics : {Numerics::vllm_compatible, Numerics::exact_fp32}) {
-    const Options opt = s.options(numerics);
-    for (const KernelUnderTest& k : kernels_under_test(judge.input())) {
-      const Options ko = k.options(opt);
-      const Outputs o = run(judge.input(), k.kernel, ko, s.profile);
-      for (double x : o.out) RC_ASSERT(std::isfinite(x));
-      assert_within(judge.verdict(o.out, k.kernel, ko, s.profile),
-                    std::string(k.name) +
-                        (numerics == Numerics::exact_fp32 ? " (ours)" : " (vLLM's numerics)"));
-    }
-  }
+  check_rescued_rows(build(s), s);
 }
 
 }  // namespace pagedattn::prop
