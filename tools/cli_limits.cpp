@@ -12,6 +12,7 @@
 #include "pagedattn/resources.h"
 #include "pagedattn/supported.h"  // the head and block sizes
 #include "pagedattn/validate.h"
+#include "pagedattn_testing/formats.h"
 #include "pagedattn_audit/traffic.h"
 
 namespace cli {
@@ -231,8 +232,11 @@ void print_traffic(const Settings& s, const pagedattn::audit::TrafficQuery& q,
   w.block_size = q.block_size;
   w.partition_size = q.partition_size;
   w.max_seq_len = q.seq_lens[0];
-  w.io_elem_bytes = s.dtype == "f32" ? 4 : 2;
-  w.cache_elem_bytes = s.kv_cache_dtype != "auto" ? 1 : w.io_elem_bytes;
+  // Element sizes from the one format table (--dtype is validated before this runs).
+  pagedattn::DType scalar = pagedattn::DType::f16;
+  pagedattn::testing::parse_short_name(s.dtype, &scalar);
+  w.io_elem_bytes = static_cast<int>(pagedattn::testing::traits(scalar).size);
+  w.cache_elem_bytes = s.kv_cache_dtype != "auto" ? 1 : w.io_elem_bytes;  // fp8: one byte
   const pagedattn::perf::Estimate e =
       pagedattn::perf::estimate(pagedattn::perf::load_device(s.profile), w);
 
