@@ -38,6 +38,7 @@ parallel shards their own build folders).
 
   /usr/bin/python3 property_tests/mutate.py --build build             # the whole catalogue
   /usr/bin/python3 property_tests/mutate.py --build build --shard 2/8 # one shard of it
+  /usr/bin/python3 property_tests/mutate.py --build build --shard 2/8 --resume  # go on with it
   /usr/bin/python3 property_tests/mutate.py merge shards/*.json --out out/properties/mutation.json
   /usr/bin/python3 property_tests/mutate.py --build build --sample 88 # every 6th
   /usr/bin/python3 property_tests/mutate.py --list                    # ids and diffs
@@ -442,8 +443,9 @@ def write_json(path, out):
     os.replace(path + ".tmp", path)
 
 
-def result_json(a, prov, selection, ms, results, known, t_start):
+def result_json(a, prov, selection, ms, results, known, t_start, resumed=()):
     c, score = count(results)
+    earlier = sum(r["seconds"] for r in resumed)
     secs = [r["seconds"] for r in results]
     return {"provenance": prov, "known_wrong": known,
             "source": dict(c, score=score, total=len(ms), sample=bool(a.sample or a.ids),
@@ -452,7 +454,8 @@ def result_json(a, prov, selection, ms, results, known, t_start):
                            done=len(results), cases_per_property=a.cases, seed=a.seed,
                            emu_checks=a.checks, racecheck=not a.no_race,
                            instantiations=INSTANTIATIONS,
-                           seconds=round(time.time() - t_start, 1),
+                           seconds=round(time.time() - t_start + earlier, 1),
+                           resumed=list(resumed),
                            mutant_seconds=round(sum(secs), 1),
                            mutant_cpu_seconds=round(sum(r.get("cpu_seconds", 0) for r in results), 1),
                            mutants=results)}
@@ -460,6 +463,41 @@ def result_json(a, prov, selection, ms, results, known, t_start):
 
 SETTINGS = ("selection", "cases_per_property", "seed", "emu_checks", "racecheck",
             "instantiations", "catalogue")
+
+
+def resume(a, out_path, prov, selection, ms):
+    """The results a stopped run of this very shard left in out_path, and where they came
+    from. Refused unless that run judged the same kernel and emulator sources with the same
+    settings: a verdict is only continued on what it judged. The suite may have grown since
+    (the properties are not in the digest); each kept result names the commit that ran it."""
+    if not os.path.exists(out_path):
+        return [], []
+    try:
+        d = json.load(open(out_path))
+        src = d["source"]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        sys.exit("mutate.py --resume: %s is not a mutate.py result (%s)" % (out_path, e))
+    old = d.get("provenance") or {}
+    if old.get("digest") != prov["digest"]:
+        sys.exit("mutate.py --resume: %s ran on other kernel or emulator sources (digest %s, "
+                 "now %s): run it afresh" % (out_path, old.get("digest"), prov["digest"]))
+    now = {"selection": selection, "cases_per_property": a.cases, "seed": a.seed,
+           "emu_checks": a.checks, "racecheck": not a.no_race, "instantiations": INSTANTIATIONS,
+           "catalogue": selection["catalogue"], "shard": a.shard}
+    for k, v in now.items():
+        if src.get(k) != v:
+            sys.exit("mutate.py --resume: %s differs in %s (%r there, %r now)"
+                     % (out_path, k, src.get(k), v))
+    ids = {m["id"] for m in ms}
+    kept = [dict(r, commit=r.get("commit") or old.get("commit")) for r in src["mutants"]
+            if r["id"] in ids]
+    resumed = list(src.get("resumed") or []) + [
+        {"commit": old.get("commit"), "mutants": len(kept) - sum(
+            x["mutants"] for x in src.get("resumed") or []),
+         "seconds": src.get("seconds", 0) - sum(x["seconds"] for x in src.get("resumed") or [])}]
+    print("resuming %s: %d of %d done (commit %s)" % (out_path, len(kept), len(ms),
+                                                       (old.get("commit") or "?")[:12]), flush=True)
+    return kept, resumed
 
 
 def lists():
@@ -549,6 +587,8 @@ def merge(files, out_path, reruns=()):
                                             for f in files), 1),
                           mutant_seconds=round(sum(r.get("seconds", 0) for r in results), 1),
                           mutants=results, lists_digest=lists()[2], reruns=reran,
+                          resumed={str(json.load(open(f))["source"].get("shard")):
+                                   json.load(open(f))["source"].get("resumed") or [] for f in files},
                           **{k: src0.get(k) for k in SETTINGS})}
     write_json(out_path, out)
     print("merged %d shard(s), %d mutants: killed %d, survived %d, equivalent %d, stillborn %d; "
@@ -601,6 +641,9 @@ def main():
     ap.add_argument("--fresh-baseline", action="store_true",
                     help="run the unmutated baseline even if it passed on these sources")
     ap.add_argument("--out", default="out/properties/mutation.json")
+    ap.add_argument("--resume", action="store_true",
+                    help="keep the results --out already holds (a stopped run of this shard\n"
+                         "on the same sources and settings) and run only the rest")
     ap.add_argument("--known-wrong", default="", help="known_wrong.json of test_known_wrong")
     ap.add_argument("--list", action="store_true")
     a = ap.parse_args()
@@ -640,9 +683,12 @@ def main():
     base = run_baseline(a, bdir)
     shared = shared_with_library(bdir)
     out_path = os.path.join(ROOT, a.out)
-    results = []
-    write_json(out_path, result_json(a, prov, selection, ms, results, known, t_start))
+    results, resumed = resume(a, out_path, prov, selection, ms) if a.resume else ([], [])
+    done = {r["id"] for r in results}
+    write_json(out_path, result_json(a, prov, selection, ms, results, known, t_start, resumed))
     for i, m in enumerate(ms):
+        if m["id"] in done:
+            continue
         path = mutant_path(mdir, m["file"])
         original = open(os.path.join(ROOT, m["file"])).read().split("\n")
         mutated = list(original)
@@ -669,7 +715,7 @@ def main():
         print("[%d/%d] %-10s %s  %s => %s  %s" % (i + 1, len(ms), st, m["id"], m["original"],
                                                   m["mutated"], why if st != "stillborn" else ""),
               flush=True)
-        write_json(out_path, result_json(a, prov, selection, ms, results, known, t_start))
+        write_json(out_path, result_json(a, prov, selection, ms, results, known, t_start, resumed))
     if source_digest.provenance(ROOT)["digest"] != prov["digest"]:
         sys.exit("mutate.py: the sources changed while the run went on; %s is not a verdict "
                  "on either version" % a.out)

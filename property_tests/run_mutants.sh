@@ -6,6 +6,7 @@
 #   property_tests/run_mutants.sh [SHARDS] [MUTATE_ARGS...]
 #   e.g. property_tests/run_mutants.sh 2                       # all 547, two shards
 #        property_tests/run_mutants.sh 2 --ids ID1 ID2         # a selection, sharded alike
+#        property_tests/run_mutants.sh 2 --resume              # go on where a stopped run left
 # BUILD_PREFIX (default build-mutants), SHARDS_DIR (default out/properties/shards) receives
 # mutants-K-of-N.json and log-K-of-N.txt, OUT (default out/properties/mutation.json) the
 # merge (mutate.py merge: refuses shards of other sources or settings, and says whether
@@ -24,7 +25,10 @@ for k in $(seq 1 "$shards"); do
       > "$dir/configure-$k-of-$shards.txt"
   fi
 done
-rm -f "$dir"/mutants-*-of-"$shards".json
+case " $* " in
+  *" --resume "*) ;;  # keep what a stopped run of these shards left (mutate.py --resume)
+  *) rm -f "$dir"/mutants-*-of-"$shards".json ;;
+esac
 status=0
 seq 1 "$shards" | parallel --line-buffer -j "$shards" \
   "/usr/bin/python3 property_tests/mutate.py --build $prefix-{} --shard {}/$shards $* \

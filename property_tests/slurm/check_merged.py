@@ -94,8 +94,8 @@ def campaign_key(c):
 
 def mutation_key(m):
     # The local run is one unsharded run: its shard fields say so, and it has none of the
-    # merge's own records (the lists' digest, reruns); the outcome is the rest.
-    for k in ("shard", "shards", "complete", "lists_digest", "reruns"):
+    # merge's own records (the lists' digest, reruns, resumed segments); the outcome is the rest.
+    for k in ("shard", "shards", "complete", "lists_digest", "reruns", "resumed"):
         m["source"].pop(k, None)
     m["source"]["mutants"] = sorted(m["source"]["mutants"], key=lambda r: r["id"])
     return m
