@@ -27,8 +27,8 @@ std::string show_states(const test::wrong::States& st) {
 // The kernels' reduce on the states, with 1-2 more partitions past the sequence holding NaN
 // garbage (vLLM leaves them unwritten; the reduce must not read them) and a seq_len
 // anywhere in the last live partition.
-Reducer kernel_reducer(const std::string& profile) {
-  return [profile](const test::wrong::States& st, DType out_dtype) {
+Reducer kernel_reducer(const std::string& profile, const Options& numerics) {
+  return [profile, numerics](const test::wrong::States& st, DType out_dtype) {
     const int P = st.parts(), D = st.head_size, Psize = 64;
     const int NP = P + *rc::gen::inRange(1, 3);
     const int seq_len = P * Psize - *rc::gen::inRange(0, Psize);
@@ -41,7 +41,7 @@ Reducer kernel_reducer(const std::string& profile) {
     }
     std::vector<std::uint8_t> out(static_cast<std::size_t>(D) * traits(out_dtype).size, 0xff);
     std::vector<std::int32_t> sl = {seq_len};
-    Options opt;
+    Options opt = numerics;
     opt.partition_size = Psize;
     paged_attention_reduce(TensorView::contiguous(out.data(), out_dtype, {1, 1, D}),
                            TensorView::contiguous(es.data(), DType::f32, {1, 1, NP}),
@@ -189,6 +189,59 @@ PAGEDATTN_PROPERTY(prop_reduce_underflow_allowance, 100) {
   }
   RC_CLASSIFY(worst_weight > 1e-4, "a weight off by over 1e-4");
   if (worst_weight > 1e-4) RC_ASSERT(needed > 0);
+}
+
+// The reduce's own epsilon (vLLM's 1 / (total + 1e-6f), then a multiply), bit for bit, on
+// states whose fold is exact in fp32: 2-7 live partitions (one case in eight 129-300, past
+// one chunk of weights) at one max, so every weight is s_p exp(0) = s_p, with s_p in
+// {1/8, ..., 2} (a few bits) and o_p multiples of 2^-10 below 2^5 (2^-4 below 2^3 for the
+// long rows), some partitions empty (weight 0: skipped) and NaN garbage past the sequence.
+// Then total = sum s_p and acc_d = sum s_p o_p(d) are exact in any order, and the output is
+// fl(acc_d * fl(1 / fl(total + 1e-6f))). The error bound admits the epsilon's bias, and
+// prop_one_token_epsilon_exact pins only the attention kernel's (one partition never
+// reaches this code), so this is what sees the reduce's: killed here, surviving the whole
+// catalogue's run before it, reduce_kernel.cuh:101:46 (total - 1e-6f). Small totals (at
+// most 14 in the short rows, where 1e-6 is more than half an ulp of the total) make the
+// epsilon change fl(total + 1e-6f).
+PAGEDATTN_PROPERTY(prop_reduce_epsilon_exact, 100) {
+  const std::string profile = *gen_profile();
+  Options eps;
+  eps.vllm_choices.epsilon_denominator = true;
+  const bool chunks = *rc::gen::weightedElement<bool>({{1, true}, {7, false}});
+  const int P = chunks ? *rc::gen::inRange(129, 300) : *rc::gen::inRange(2, 8);
+  const int D = chunks ? 32 : *rc::gen::element(32, 64, 128);
+  const double quantum = chunks ? 1.0 / 16 : 1.0 / 1024;
+  const int steps = chunks ? 128 : 32768;  // |o| < 2^3 (long rows) or 2^5
+  const float c = static_cast<float>(*rc::gen::inRange(-2000, 2000)) / 4;
+  test::wrong::States st;
+  st.head_size = D;
+  double total = 0;
+  std::vector<double> acc(D, 0.0);
+  for (int p = 0; p < P; ++p) {
+    const bool empty = p > 0 && *rc::gen::weightedElement<bool>({{1, true}, {4, false}});
+    const double sp = empty ? 0.0 : *rc::gen::inRange(1, 17) / 8.0;
+    st.m.push_back(empty ? -INFINITY : c);
+    st.s.push_back(sp);
+    total += sp;
+    for (int d = 0; d < D; ++d) {
+      const double o = *rc::gen::inRange(-steps + 1, steps) * quantum;
+      st.o.push_back(empty ? NAN : o);
+      if (!empty) acc[d] += sp * o;  // exact: at most 24 significant bits
+    }
+  }
+  RC_CLASSIFY(total <= 14, "total at most 14 (the epsilon moves it)");
+  const std::vector<double> r = kernel_reducer(profile, eps)(st, DType::f32);
+  volatile float den = static_cast<float>(total) + 1e-6f;  // f32 rounding, as the kernel
+  const float inv = 1.f / den;
+  for (int d = 0; d < D; ++d) {
+    const float want = static_cast<float>(acc[d]) * inv;
+    const float got = static_cast<float>(r[d]);
+    if (std::memcmp(&got, &want, sizeof got) != 0) {
+      RC_FAIL("d " + std::to_string(d) + " got " + std::to_string(got) + " want fl(acc * inv) " +
+              std::to_string(want) + " (acc " + std::to_string(acc[d]) + ", total " +
+              std::to_string(total) + ") for states " + show_states(st));
+    }
+  }
 }
 
 // fold_partitions_softmax on the kernels' reduce: the property above with the emulator's

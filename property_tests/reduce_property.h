@@ -7,14 +7,16 @@
 #include <vector>
 #include "../kernels/tests/wrong_reductions.h"
 #include "pagedattn/dtypes.h"
+#include "pagedattn/params.h"
 
 namespace pagedattn::prop {
 
 // One row's states in, the row's output (decoded) out, in output dtype `out`.
 using Reducer = std::function<std::vector<double>(const test::wrong::States&, DType out)>;
 
-// The kernels' reduce on the emulator (profile h200 or bi-v100), as a Reducer.
-Reducer kernel_reducer(const std::string& profile);
+// The kernels' reduce on the emulator (profile h200 or bi-v100), as a Reducer; `numerics`
+// the launch's options (our numerics by default; partition_size is set here).
+Reducer kernel_reducer(const std::string& profile, const Options& numerics = {});
 
 // The property body: (A) the kernels' V2 partition states of a generated problem, reduced,
 // equal the exact output within V2's bound; (B) arbitrary states (o_p differing per
