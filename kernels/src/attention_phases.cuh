@@ -174,6 +174,22 @@ struct AttentionPhases {
   // The rescue's output elements per thread.
   static constexpr int RESCUE_ROWS = (HEAD_SIZE + NUM_THREADS - 1) / NUM_THREADS;
 
+  // The physical block of a warp's j-th KV block (blk = start_blk + warp + j * NUM_WARPS),
+  // for every lane: the entries are read WARP at a time, lane l taking block j + l of the
+  // warp when j % WARP == 0, and iteration j gets its entry from lane j % WARP. Each entry
+  // is then read once per warp and phase; loaded by every lane, it would be read WARP times
+  // (one address: a broadcast on a GPU, but a dependent load at the head of every
+  // iteration, and WARP times the table in the emulator's traffic counts). Contract: every
+  // lane calls it, for every j in order (the loops are warp-uniform); `chunk` is the lane's
+  // entry, carried between calls; entries past the span are never read.
+  __device__ static int block_number(const Span& sp, int blk, int j, int lane, int& chunk) {
+    if (j % WARP == 0) {
+      const int b = blk + lane * NUM_WARPS;
+      chunk = b < sp.end_blk ? sp.block_table[b] : 0;
+    }
+    return __shfl_sync(PAGEDATTN_FULL_MASK, chunk, j % WARP, WARP);
+  }
+
   // Slot g takes part (always for G = 1, so that kernel's code is unchanged).
   template <int G>
   __device__ static bool live(const QueryHead (&h)[G], int g) {
@@ -203,7 +219,9 @@ struct AttentionPhases {
     const cache_t* k_cache = static_cast<const cache_t*>(a.key_cache);
 #pragma unroll
     for (int g = 0; g < G; ++g) m[g] = -INFINITY;
-    for (int blk = sp.start_blk + warp; blk < sp.end_blk; blk += NUM_WARPS) {
+    int chunk = 0;
+    for (int blk = sp.start_blk + warp, j = 0; blk < sp.end_blk; blk += NUM_WARPS, ++j) {
+      const int phys = block_number(sp, blk, j, lane, chunk);
       const int token = blk * BLOCK_SIZE + token_in_block;
       const bool valid = token < sp.end;  // blocks start at `start` or later: token >= start
       float dot[G];
@@ -211,8 +229,7 @@ struct AttentionPhases {
       for (int g = 0; g < G; ++g) dot[g] = 0.f;
       const cache_t* k = nullptr;
       if (valid) {
-        k = k_cache + sp.block_table[blk] * a.kv_block_stride + sp.kv_head * a.kv_head_stride +
-            token_in_block * X;
+        k = k_cache + phys * a.kv_block_stride + sp.kv_head * a.kv_head_stride + token_in_block * X;
         for (int c = group_lane; c < HEAD_SIZE / VEC; c += GROUP) {
 #pragma unroll
           for (int v = 0; v < VEC; ++v) {
@@ -299,9 +316,10 @@ struct AttentionPhases {
       for (int r = 0; r < ROWS_PER_LANE; ++r) acc[g][r] = 0.f;
     }
     const cache_t* v_cache = static_cast<const cache_t*>(a.value_cache);
-    for (int blk = sp.start_blk + warp; blk < sp.end_blk; blk += NUM_WARPS) {
-      const cache_t* v =
-          v_cache + sp.block_table[blk] * a.kv_block_stride + sp.kv_head * a.kv_head_stride;
+    int chunk = 0;
+    for (int blk = sp.start_blk + warp, j = 0; blk < sp.end_blk; blk += NUM_WARPS, ++j) {
+      const cache_t* v = v_cache + block_number(sp, blk, j, lane, chunk) * a.kv_block_stride +
+                         sp.kv_head * a.kv_head_stride;
       for (int t = 0; t < V_TOKENS; ++t) {
         const int token_in_block = lane_chunk * V_TOKENS + t;
         const int token = blk * BLOCK_SIZE + token_in_block;
