@@ -3,6 +3,7 @@
 #include <rapidcheck.h>
 
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <cstring>
 #include "checks.h"
@@ -240,6 +241,51 @@ PAGEDATTN_PROPERTY(prop_reduce_epsilon_exact, 100) {
       RC_FAIL("d " + std::to_string(d) + " got " + std::to_string(got) + " want fl(acc * inv) " +
               std::to_string(want) + " (acc " + std::to_string(acc[d]) + ", total " +
               std::to_string(total) + ") for states " + show_states(st));
+    }
+  }
+}
+
+// The reduce's rare path (reduce_kernel.cuh: the weighted sum of finite partials overflows,
+// so the fold runs again on partials scaled by 2^-64): 2-7 live partitions at one max
+// (weights s_p in [1, 2)), the elements of a random set of rows at +-(0.55..0.9) FLT_MAX,
+// one sign per row, the other rows small (multiples of 2^-10 below 2^5), head sizes 32 to
+// 256 (half the cases 256, where each thread holds two rows). Two such elements' weighted
+// sum passes FLT_MAX, so every case takes the path; the convex combination stays below
+// FLT_MAX and the scaling by 2^-64 is exact at these magnitudes, so every element is within
+// the proven reduce bound of its exact fold (theorem fold_error, as part (B) of
+// reduce_property). Caught, surviving the whole catalogue's run before it (no property put
+// partials near FLT_MAX into the reduce): reduce_kernel.cuh:123:31 (the rare path's row
+// index tid + k / NUM_THREADS: at head size 256 the second row of each thread sums the
+// first's partials).
+PAGEDATTN_PROPERTY(prop_reduce_rare_path, 100) {
+  const std::string profile = *gen_profile();
+  const int P = *rc::gen::inRange(2, 8);
+  const int D = *rc::gen::weightedElement<int>({{1, 32}, {1, 64}, {1, 128}, {3, 256}});
+  const float c = static_cast<float>(*rc::gen::inRange(-2000, 2000)) / 4;
+  std::vector<int> big(D);  // 0: a small row, +-1: a row near +-FLT_MAX
+  for (int& b : big) b = *rc::gen::weightedElement<int>({{2, 0}, {1, 1}, {1, -1}});
+  big[*rc::gen::inRange(0, D)] = 1;  // at least one row overflows the sum
+  test::wrong::States st;
+  st.head_size = D;
+  for (int p = 0; p < P; ++p) {
+    st.m.push_back(c);
+    st.s.push_back(1 + *rc::gen::inRange(0, 64) / 64.0);
+    for (int d = 0; d < D; ++d) {
+      st.o.push_back(big[d] ? big[d] * (0.55 + *rc::gen::inRange(0, 36) / 100.0) * FLT_MAX
+                            : static_cast<double>(*rc::gen::inRange(-32768, 32769)) / 1024);
+    }
+  }
+  RC_TAG(D == 256 ? "head size 256" : "head size below 256");
+  const std::vector<double> r = kernel_reducer(profile)(st, DType::f32);
+  const bound::ReduceBounds rb =
+      bound::reduce_bounds(bound::Format::f32, bound::ExpAccuracy::emulator(0), st.row());
+  for (int d = 0; d < D; ++d) {
+    const double err = std::fabs(r[d] - rb.exact[d]);
+    observe(err == 0 ? 0 : err / rb.bound[d], "reduce's rare path", "f32/reduce/ours");
+    if (!(err <= rb.bound[d])) {
+      RC_FAIL("d " + std::to_string(d) + " got " + std::to_string(r[d]) + " exact " +
+              std::to_string(rb.exact[d]) + " bound " + std::to_string(rb.bound[d]) +
+              " for states " + show_states(st));
     }
   }
 }
