@@ -23,6 +23,25 @@ std::string show_states(const test::wrong::States& st) {
   return os.str();
 }
 
+// Every element of the kernels' f32 reduce `r` of `st` within `rb`'s bound of its exact
+// fold (each ratio observed under `what`); returns the errors.
+std::vector<double> assert_within_reduce_bound(const std::vector<double>& r,
+                                               const bound::ReduceBounds& rb,
+                                               const test::wrong::States& st, const char* what) {
+  std::vector<double> errs;
+  for (std::size_t d = 0; d < r.size(); ++d) {
+    const double err = std::fabs(r[d] - rb.exact[d]);
+    observe(err == 0 ? 0 : err / rb.bound[d], what, "f32/reduce/ours");
+    if (!(err <= rb.bound[d])) {
+      RC_FAIL("d " + std::to_string(d) + " got " + std::to_string(r[d]) + " exact " +
+              std::to_string(rb.exact[d]) + " bound " + std::to_string(rb.bound[d]) +
+              " for states " + show_states(st));
+    }
+    errs.push_back(err);
+  }
+  return errs;
+}
+
 }  // namespace
 
 // The kernels' reduce on the states, with 1-2 more partitions past the sequence holding NaN
@@ -177,17 +196,11 @@ PAGEDATTN_PROPERTY(prop_reduce_underflow_allowance, 100) {
   const std::vector<double> r = kernel_reducer(profile)(st, DType::f32);
   const bound::ReduceBounds rb =
       bound::reduce_bounds(bound::Format::f32, bound::ExpAccuracy::emulator(0), st.row());
+  const std::vector<double> err =
+      assert_within_reduce_bound(r, rb, st, "reduce with subnormal weights");
   int needed = 0;
-  for (int d = 0; d < D; ++d) {
-    const double err = std::fabs(r[d] - rb.exact[d]);
-    observe(err == 0 ? 0 : err / rb.bound[d], "reduce with subnormal weights", "f32/reduce/ours");
-    if (!(err <= rb.bound[d])) {
-      RC_FAIL("d " + std::to_string(d) + " got " + std::to_string(r[d]) + " exact " +
-              std::to_string(rb.exact[d]) + " bound " + std::to_string(rb.bound[d]) +
-              " for states " + show_states(st));
-    }
-    if (err > rb.bound[d] - rb.underflow[d] * (1 + 1e-9)) ++needed;
-  }
+  for (int d = 0; d < D; ++d)
+    if (err[d] > rb.bound[d] - rb.underflow[d] * (1 + 1e-9)) ++needed;
   RC_CLASSIFY(worst_weight > 1e-4, "a weight off by over 1e-4");
   if (worst_weight > 1e-4) RC_ASSERT(needed > 0);
 }
@@ -280,15 +293,7 @@ PAGEDATTN_PROPERTY(prop_reduce_rare_path, 100) {
   const std::vector<double> r = kernel_reducer(profile)(st, DType::f32);
   const bound::ReduceBounds rb =
       bound::reduce_bounds(bound::Format::f32, bound::ExpAccuracy::emulator(0), st.row());
-  for (int d = 0; d < D; ++d) {
-    const double err = std::fabs(r[d] - rb.exact[d]);
-    observe(err == 0 ? 0 : err / rb.bound[d], "reduce's rare path", "f32/reduce/ours");
-    if (!(err <= rb.bound[d])) {
-      RC_FAIL("d " + std::to_string(d) + " got " + std::to_string(r[d]) + " exact " +
-              std::to_string(rb.exact[d]) + " bound " + std::to_string(rb.bound[d]) +
-              " for states " + show_states(st));
-    }
-  }
+  assert_within_reduce_bound(r, rb, st, "reduce's rare path");
 }
 
 // fold_partitions_softmax on the kernels' reduce: the property above with the emulator's
