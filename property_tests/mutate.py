@@ -529,6 +529,7 @@ def merge(files, out_path, reruns=()):
     a survivor) replaces the results of its mutants, which keep the status they had before
     as `first_run` and name the commit that reran them."""
     shards, first, seen, results, known = [], None, {}, [], []
+    resumed, seconds, all_complete = {}, 0.0, True
     for f in files:
         try:
             d = json.load(open(f))
@@ -557,6 +558,9 @@ def merge(files, out_path, reruns=()):
             seen[r["id"]] = f
             results.append(classify(dict(r)))
         known = known or d.get("known_wrong", [])
+        resumed[str(src.get("shard"))] = src.get("resumed") or []
+        seconds += src.get("seconds", 0)
+        all_complete = all_complete and bool(src.get("complete"))
     reran = []
     for f in reruns:
         d = json.load(open(f))
@@ -568,7 +572,9 @@ def merge(files, out_path, reruns=()):
             if r["id"] not in by_id:
                 sys.exit("mutate.py merge: rerun %s has %s, which no shard ran" % (f, r["id"]))
             i = by_id[r["id"]]
-            results[i] = classify(dict(r, first_run=results[i]["status"],
+            # first_run stays the whole run's status when a later rerun replaces an earlier one
+            results[i] = classify(dict(r, first_run=results[i].get("first_run",
+                                                                   results[i]["status"]),
                                        rerun_commit=d["provenance"].get("commit")))
         reran.append({"file": os.path.basename(f), "commit": d["provenance"].get("commit"),
                       "mutants": len(d["source"]["mutants"])})
@@ -580,15 +586,10 @@ def merge(files, out_path, reruns=()):
     out = {"provenance": fd["provenance"], "known_wrong": known,
            "source": dict(c, score=score, total=len(results), sample=src0.get("sample"),
                           shard=None, shards=sorted(shards, key=lambda s: int(str(s).split("/")[0])),
-                          complete=bool(n) and len(shards) == n.pop() and all(
-                              json.load(open(f))["source"].get("complete") for f in files),
-                          done=len(results),
-                          seconds=round(sum(json.load(open(f))["source"].get("seconds", 0)
-                                            for f in files), 1),
+                          complete=bool(n) and len(shards) == n.pop() and all_complete,
+                          done=len(results), seconds=round(seconds, 1),
                           mutant_seconds=round(sum(r.get("seconds", 0) for r in results), 1),
-                          mutants=results, lists_digest=lists()[2], reruns=reran,
-                          resumed={str(json.load(open(f))["source"].get("shard")):
-                                   json.load(open(f))["source"].get("resumed") or [] for f in files},
+                          mutants=results, lists_digest=lists()[2], reruns=reran, resumed=resumed,
                           **{k: src0.get(k) for k in SETTINGS})}
     write_json(out_path, out)
     print("merged %d shard(s), %d mutants: killed %d, survived %d, equivalent %d, stillborn %d; "
