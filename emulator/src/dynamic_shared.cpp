@@ -78,9 +78,12 @@ void prepare_dynamic_shared(std::size_t bytes, unsigned char poison) {
   unsigned char* end = c.dyn_region + page + cap;  // the upper guard page starts here
   unsigned char* base = end - rounded;
   unsigned char* open_from = c.dyn_region + page + (base - (c.dyn_region + page)) / page * page;
-  mprotect(c.dyn_region, c.dyn_region_len, PROT_NONE);
-  if (end > open_from)
-    mprotect(open_from, static_cast<std::size_t>(end - open_from), PROT_READ | PROT_WRITE);
+  if (c.dyn_open != open_from) {
+    mprotect(c.dyn_region, c.dyn_region_len, PROT_NONE);
+    if (end > open_from)
+      mprotect(open_from, static_cast<std::size_t>(end - open_from), PROT_READ | PROT_WRITE);
+    c.dyn_open = open_from;
+  }
   if (rounded) std::memset(base, poison, rounded);
   c.dyn_base = base;
   c.dyn_bytes = bytes;

@@ -271,8 +271,13 @@ std::string demangle(const std::string& mangled) {
 }
 
 KernelSymbols kernel_symbols(const void* kernel) {
+  // Per kernel address, once: every launch asks (the launch checks), and dladdr's walk of
+  // the loaded modules was a few percent of an emulated launch.
+  static auto* by_kernel = new std::map<const void*, KernelSymbols>;
   std::lock_guard<std::mutex> lock(g_mutex);
-  return count_static_shared(kernel, nullptr);
+  auto it = by_kernel->find(kernel);
+  if (it != by_kernel->end()) return it->second;
+  return (*by_kernel)[kernel] = count_static_shared(kernel, nullptr);
 }
 
 const KernelArrays& kernel_static_arrays(const void* kernel) {

@@ -36,7 +36,26 @@ std::mutex g_attr_mutex;
 std::map<std::pair<std::string, const void*>, int> g_max_dynamic_smem;
 }  // namespace
 
+namespace {
+std::string find_kernel_name(const void* address);
+}  // namespace
+
+// Demangled once per kernel address (each launch names its kernel).
 std::string kernel_name(const void* address) {
+  static std::mutex mutex;
+  static auto* names = new std::map<const void*, std::string>;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = names->find(address);
+    if (it != names->end()) return it->second;
+  }
+  std::string name = find_kernel_name(address);
+  std::lock_guard<std::mutex> lock(mutex);
+  return names->emplace(address, std::move(name)).first->second;
+}
+
+namespace {
+std::string find_kernel_name(const void* address) {
   Dl_info info{};
   // Needs the symbol in the dynamic table: the emulator target links with -rdynamic.
   if (dladdr(address, &info) && info.dli_sname && info.dli_saddr == address) {
@@ -59,6 +78,7 @@ std::string kernel_name(const void* address) {
   o << "kernel@" << address;
   return o.str();
 }
+}  // namespace
 
 namespace {
 

@@ -258,6 +258,61 @@ void install_fault_handler() {
   });
 }
 
+namespace {
+
+// Freed mappings kept for reuse, wholly PROT_NONE: a stale pointer into one faults as an
+// access outside every allocation did when it was unmapped, but its pages stay resident,
+// so the next allocation that fits takes no page faults and no munmap (each
+// emulated launch of a test allocates and frees the same tensors again and again; the
+// faults and TLB shootdowns were a fifth of a property's CPU). Bounded by count and bytes.
+// A mapping serves an allocation of half its length up to all of it: the pages past the
+// new upper guard stay PROT_NONE, and the whole mapping goes back to the cache on free.
+struct Cached {
+  std::uintptr_t base;
+  std::size_t len;
+};
+constexpr std::size_t kCacheMaxEntries = 64;
+constexpr std::size_t kCacheMaxBytes = std::size_t{256} << 20;
+std::vector<Cached> g_cache;  // oldest first; under g_mutex
+std::size_t g_cache_bytes = 0;
+
+// The smallest cached mapping of len to 2 len bytes with its first len - page bytes past
+// its lower guard opened (the rest stays PROT_NONE: the upper guard and beyond), or
+// {0, 0}. Sizes vary from case to case; the smallest fit keeps most pages resident.
+Cached take_cached(std::size_t len) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  std::size_t best = g_cache.size();
+  for (std::size_t i = g_cache.size(); i-- > 0;)  // newest first among equals
+    if (g_cache[i].len >= len && g_cache[i].len <= 2 * len &&
+        (best == g_cache.size() || g_cache[i].len < g_cache[best].len))
+      best = i;
+  if (best == g_cache.size()) return {0, 0};
+  const Cached c = g_cache[best];
+  g_cache.erase(g_cache.begin() + static_cast<std::ptrdiff_t>(best));
+  g_cache_bytes -= c.len;
+  mprotect(reinterpret_cast<void*>(c.base + page_size()), len - 2 * page_size(),
+           PROT_READ | PROT_WRITE);
+  return c;
+}
+
+// Call with g_mutex held.
+void cache_or_unmap(std::uintptr_t base, std::size_t len) {
+  if (len > kCacheMaxBytes) {
+    munmap(reinterpret_cast<void*>(base), len);
+    return;
+  }
+  mprotect(reinterpret_cast<void*>(base), len, PROT_NONE);
+  g_cache.push_back({base, len});
+  g_cache_bytes += len;
+  while (g_cache.size() > kCacheMaxEntries || g_cache_bytes > kCacheMaxBytes) {
+    munmap(reinterpret_cast<void*>(g_cache.front().base), g_cache.front().len);
+    g_cache_bytes -= g_cache.front().len;
+    g_cache.erase(g_cache.begin());
+  }
+}
+
+}  // namespace
+
 void* guarded_alloc(std::size_t bytes) {
   install_fault_handler();
   const std::size_t page = page_size();
@@ -266,18 +321,22 @@ void* guarded_alloc(std::size_t bytes) {
   const std::size_t rounded = (std::max<std::size_t>(bytes, 1) + granule - 1) / granule * granule;
   const std::size_t data_pages = (rounded + page - 1) / page * page;
   const std::size_t len = data_pages + 2 * page;
-  void* m = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                 -1, 0);
-  if (m == MAP_FAILED) return nullptr;
+  Cached map = take_cached(len);
+  if (!map.base) {
+    void* m = mmap(nullptr, len, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (m == MAP_FAILED) return nullptr;
+    map = {reinterpret_cast<std::uintptr_t>(m), len};
+    mprotect(reinterpret_cast<void*>(map.base), page, PROT_NONE);
+    mprotect(reinterpret_cast<void*>(map.base + page + data_pages), page, PROT_NONE);
+  }
   Block b{};
-  b.map_base = reinterpret_cast<std::uintptr_t>(m);
-  b.map_len = len;
+  b.map_base = map.base;
+  b.map_len = map.len;
   b.lo_guard = b.map_base;
   b.hi_guard = b.map_base + page + data_pages;
   b.data = b.hi_guard - rounded;
   b.size = bytes;
-  mprotect(reinterpret_cast<void*>(b.lo_guard), page, PROT_NONE);
-  mprotect(reinterpret_cast<void*>(b.hi_guard), page, PROT_NONE);
   std::memset(reinterpret_cast<void*>(b.lo_guard + page), kCanary, b.data - (b.lo_guard + page));
   std::memset(reinterpret_cast<void*>(b.data), kPoison, bytes);
   std::memset(reinterpret_cast<void*>(b.data + bytes), kCanary, rounded - bytes);
@@ -297,7 +356,7 @@ bool guarded_free(void* p) {
   Block b = *it;
   g_blocks.erase(it);
   publish();
-  munmap(reinterpret_cast<void*>(b.map_base), b.map_len);
+  cache_or_unmap(b.map_base, b.map_len);
   return true;
 }
 

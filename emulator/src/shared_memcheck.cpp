@@ -177,6 +177,7 @@ void arm_shared_guards(std::size_t bytes, LaunchRun& run) {
   SharedBounds& s = c.bounds;
   const std::size_t page = page_size();
   c.num_guards = 0;
+  c.dyn_open = nullptr;  // the guards below change the pools' protection
   s.bytes = bytes;
   s.dyn_lo = s.dyn_hi = s.dyn_base = s.ext_lo = s.ext_hi = s.ext_base = 0;
   // EMU_DYNAMIC_SHARED's pool: its end is flush (to 16) against a guard page already.

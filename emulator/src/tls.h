@@ -68,6 +68,10 @@ struct ColdTls {
   unsigned char* dyn_base = nullptr;    // this block's dynamic shared memory
   unsigned char* dyn_region = nullptr;  // the mmap'd pool behind it
   std::size_t dyn_region_len = 0;
+  // Where the pool's open pages begin while nothing else has changed its protection since
+  // prepare_dynamic_shared opened them (memcheck's guards reset it), so a block of the same
+  // size skips the two mprotect calls; null when unknown.
+  unsigned char* dyn_open = nullptr;
   std::size_t dyn_bytes = 0;
   cudaError_t last_error = cudaSuccess;
   std::string* last_message = nullptr;  // heap-owned: a string's bytes must not live in TLS

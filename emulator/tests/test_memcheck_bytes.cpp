@@ -133,3 +133,51 @@ TEST(MemcheckBytes, StrayReadWithoutChecksStillNamesKernelAndBlock) {
       "emu: invalid read at address 0x[0-9a-f]+.* by thread \\(5,0,0\\) of block \\(1,0,0\\) in "
       "kernel stray_read");
 }
+
+// Freed device memory is kept mapped for reuse (memory.cpp's cache), but wholly
+// inaccessible until an allocation takes it again: a kernel reading through a freed
+// pointer is a stray access, as it was when cudaFree unmapped it. A cache that left freed
+// pages readable fails here.
+TEST(MemcheckBytes, ReadThroughAFreedPointerIsAStrayAccess) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        emu::set_checks(emu::check_memcheck);
+        float* freed;
+        float* out;
+        cudaMalloc(&out, sizeof(float));  // first: it must not take the freed mapping
+        cudaMalloc(&freed, 4096 * sizeof(float));
+        cudaMemset(freed, 0, 4096 * sizeof(float));
+        cudaFree(freed);
+        emu::launch(stray_read, dim3(2), dim3(32), 0, static_cast<const float*>(freed), out);
+      },
+      ::testing::ExitedWithCode(139),
+      "memcheck: invalid read at address 0x[0-9a-f]+, outside every device allocation.* by "
+      "thread \\(5,0,0\\) of block \\(1,0,0\\) in kernel stray_read");
+}
+
+// An allocation of a length freed before reuses that mapping: it starts poisoned (0xff,
+// never the old contents) and its guard still catches the first byte past its end.
+TEST(MemcheckBytes, AReusedAllocationStartsPoisonedAndGuarded) {
+  emu::use_profile("h200");
+  ChecksOn on(emu::check_memcheck);
+  constexpr std::size_t n = 3000;
+  unsigned char *first, *out;
+  ASSERT_EQ(cudaMalloc(&first, n), cudaSuccess);
+  ASSERT_EQ(cudaMemset(first, 0x11, n), cudaSuccess);
+  ASSERT_EQ(cudaFree(first), cudaSuccess);
+  unsigned char* again;
+  ASSERT_EQ(cudaMalloc(&again, n), cudaSuccess);
+  EXPECT_EQ(again, first) << "the same length takes the freed mapping (the path under test)";
+  ASSERT_EQ(cudaMalloc(&out, 1), cudaSuccess);
+  for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(again[i], 0xff) << "byte " << i;
+  cudaError_t e;
+  std::string err =
+      stderr_of([&] { e = emu::launch(read_byte, dim3(1), dim3(1), 0, again, out, int(n) - 1); });
+  EXPECT_EQ(e, cudaSuccess) << err;
+  err = stderr_of([&] { e = emu::launch(read_byte, dim3(1), dim3(1), 0, again, out, int(n)); });
+  EXPECT_EQ(e, cudaErrorIllegalAddress) << err;
+  EXPECT_NE(err.find("(3000 bytes) at offset 3000 (past its end)"), std::string::npos) << err;
+  cudaFree(again);
+  cudaFree(out);
+}
