@@ -129,6 +129,13 @@ struct BlockRun {
   const std::function<void()>* body = nullptr;
   LaunchRun* launch = nullptr;
   unsigned warps = 0;
+  // In-order passes (no ASan): a thread that blocks switches straight to the next runnable
+  // thread after it, the one the scheduler would resume next, instead of through the
+  // scheduler (one switch instead of two). `returning` is the slot whose switch lands back
+  // in the scheduler; `progress` the host thread's watchdog counters.
+  bool handoff = false;
+  Slot* returning = nullptr;
+  HostProgress* progress = nullptr;
   std::vector<std::uint32_t> warp_seq;  // collectives completed per warp
   std::string header() const {
     return std::string("kernel ") + info.kernel + " block " + fmt_dim(info.block_idx);
@@ -146,10 +153,29 @@ std::string fmt_dim(uint3 v) {
 // out of it (yield_to_scheduler).
 void yield_to_scheduler() {
   ThreadCtx& t = this_thread();
-  auto& slot = t.block->slots[t.linear];
+  BlockRun& run = *t.block;
+  auto& slot = run.slots[t.linear];
+  BlockRun::Slot* next = nullptr;
+  if (run.handoff)
+    for (std::size_t j = t.linear + 1; j < run.slots.size() && !next; ++j)
+      if (run.slots[j].ctx.wait == Wait::running) next = &run.slots[j];
   asan_leave(slot.stack, slot.caller_stack);
   try {
-    slot.caller = std::move(slot.caller).resume();
+    if (next) {
+      // The next thread takes over this one's way back to the scheduler; this one's
+      // continuation is kept in its slot, where the scheduler (or another handoff) resumes it.
+      tls_thread = &next->ctx;
+      run.progress->fiber.store(&next->ctx, std::memory_order_relaxed);
+      count_step(*run.progress);
+      ctx::fiber back = std::move(slot.caller);
+      slot.caller = std::move(next->fiber).resume_with([&slot, &back](ctx::fiber&& self) {
+        slot.fiber = std::move(self);
+        return std::move(back);
+      });
+    } else {
+      run.returning = &slot;
+      slot.caller = std::move(slot.caller).resume();
+    }
   } catch (...) {  // forced unwind: this fiber is back on its stack to die
     asan_arrive(slot.stack, &slot.caller_stack);
     throw;
@@ -158,11 +184,14 @@ void yield_to_scheduler() {
 }
 
 namespace {
-void resume_fiber(BlockRun::Slot& s, HostProgress& progress, AsanStack& host) {
+void resume_fiber(BlockRun& run, BlockRun::Slot& s, HostProgress& progress, AsanStack& host) {
   tls_thread = &s.ctx;
+  run.returning = &s;
   asan_leave(host, s.stack);
-  s.fiber = std::move(s.fiber).resume();
+  ctx::fiber back = std::move(s.fiber).resume();
   asan_arrive(host, nullptr);
+  // The thread that switched back here (s itself, or the last of a handoff chain).
+  run.returning->fiber = std::move(back);
   tls_thread = nullptr;
   count_step(progress);
 }
@@ -484,6 +513,7 @@ bool run_block(const BlockCtx& info, const std::function<void()>& body, Order or
                                          ": exception: " + e.what());
       }
       s.ctx.wait = Wait::done;
+      run.returning = &s;
       asan_leave(s.stack, s.caller_stack, true);
       return std::move(s.caller);
     });
@@ -498,6 +528,10 @@ bool run_block(const BlockCtx& info, const std::function<void()>& body, Order or
   tls_block = &run.info;
   HostProgress& progress = host_progress();
   progress.block.store(&run);
+  run.progress = &progress;
+#ifndef EMU_ASAN_FIBERS
+  run.handoff = order == Order::in_order;
+#endif
   bool ok = true;
   // Outside the in-order pass (racecheck's reordering passes), each warp in turn runs as
   // far as it can, through its own collectives, before the next starts: a warp does not
@@ -510,7 +544,7 @@ bool run_block(const BlockCtx& info, const std::function<void()>& body, Order or
       auto& s = run.slots[i];
       if (s.ctx.wait != Wait::running) continue;
       progress.fiber.store(&s.ctx, std::memory_order_relaxed);
-      resume_fiber(s, progress, host);
+      resume_fiber(run, s, progress, host);
       ran = true;
     }
     return ran;

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <string>
 #include <thread>
+#include <vector>
 
 // Kernels sit in the global namespace: `extern __shared__` there names the emulator's
 // pools (see emu/dynamic_shared.h).
@@ -266,4 +267,37 @@ TEST(Launch, ManyLaunchesFromManyHostThreadsDoNotLeakMappings) {
   emu::set_checks(emu::check_none);
   emu::set_host_threads(0);
   cudaFree(out);
+}
+
+// Between two switch points the in-order pass runs the block's threads one after the
+// other by linear index (the racecheck passes compare other orders against it). A thread
+// that blocks hands over straight to the next runnable thread (scheduler.cpp); each phase
+// of this kernel must still log 0, 1, ..., 127. Fails for a handover that picks any other
+// thread, or that loses one.
+__global__ void log_order(int* log, int* n) {
+  const int t = static_cast<int>(threadIdx.x);
+  log[atomicAdd(n, 1)] = t;
+  const int other = __shfl_xor_sync(0xffffffff, t, 1);  // phase 2 starts when both warps wait
+  log[atomicAdd(n, 1)] = t + 1000 * (other == (t ^ 1));
+  if (t % 3 == 0) return;  // a third exit early: the handover skips finished threads
+  __syncthreads();
+  log[atomicAdd(n, 1)] = t + 2000;
+}
+
+TEST(Launch, InOrderPassRunsThreadsByLinearIndexBetweenSwitches) {
+  emu::use_profile("h200");
+  int *log, *n;
+  ASSERT_EQ(cudaMalloc(&log, 1024 * sizeof(int)), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&n, sizeof(int)), cudaSuccess);
+  ASSERT_EQ(cudaMemset(n, 0, sizeof(int)), cudaSuccess);
+  ASSERT_EQ(emu::launch(log_order, dim3(1), dim3(128), 0, log, n), cudaSuccess);
+  std::vector<int> want;
+  for (int t = 0; t < 128; ++t) want.push_back(t);
+  for (int t = 0; t < 128; ++t) want.push_back(t + 1000);
+  for (int t = 0; t < 128; ++t)
+    if (t % 3 != 0) want.push_back(t + 2000);
+  ASSERT_EQ(*n, static_cast<int>(want.size()));
+  EXPECT_EQ(std::vector<int>(log, log + *n), want);
+  cudaFree(log);
+  cudaFree(n);
 }
