@@ -184,7 +184,7 @@ void yield_to_scheduler() {
 }
 
 namespace {
-void resume_fiber(BlockRun& run, BlockRun::Slot& s, HostProgress& progress, AsanStack& host) {
+void resume_fiber(BlockRun& run, BlockRun::Slot& s, AsanStack& host) {
   tls_thread = &s.ctx;
   run.returning = &s;
   asan_leave(host, s.stack);
@@ -193,7 +193,7 @@ void resume_fiber(BlockRun& run, BlockRun::Slot& s, HostProgress& progress, Asan
   // The thread that switched back here (s itself, or the last of a handoff chain).
   run.returning->fiber = std::move(back);
   tls_thread = nullptr;
-  count_step(progress);
+  count_step(*run.progress);
 }
 }  // namespace
 
@@ -544,7 +544,7 @@ bool run_block(const BlockCtx& info, const std::function<void()>& body, Order or
       auto& s = run.slots[i];
       if (s.ctx.wait != Wait::running) continue;
       progress.fiber.store(&s.ctx, std::memory_order_relaxed);
-      resume_fiber(run, s, progress, host);
+      resume_fiber(run, s, host);
       ran = true;
     }
     return ran;
