@@ -11,7 +11,19 @@
 namespace pagedattn::ref {
 namespace {
 
+// The compiler's _Float16 is the independent witness here; clang 14 on x86 (the sanitizer
+// build, scripts/sanitizer_build.sh) has none, so there these checks say they are skipped
+// and run in the gcc build.
+#ifdef __FLT16_MANT_DIG__
+#define PAGEDATTN_HAVE_FLOAT16 1
+#else
+#define PAGEDATTN_HAVE_FLOAT16 0
+#endif
+
 TEST(Decode, EveryF16PatternMatchesCompilerHalf) {
+#if !PAGEDATTN_HAVE_FLOAT16
+  GTEST_SKIP() << "this compiler has no _Float16 to compare with";
+#else
   for (uint32_t b = 0; b < 65536; ++b) {
     _Float16 h;
     uint16_t bb = uint16_t(b);
@@ -22,6 +34,7 @@ TEST(Decode, EveryF16PatternMatchesCompilerHalf) {
     else
       EXPECT_EQ(got, ref) << b;
   }
+#endif
 }
 
 TEST(Decode, EveryBf16PatternIsTheHighHalfOfAFloat) {
@@ -105,6 +118,7 @@ TEST(Round, MatchesMpfrAndCompiler) {
       double want = oracle_round(x, fm.P, f.emin, f.emax);
       EXPECT_EQ(got, want) << to_string(f.t) << " x=" << x;
       EXPECT_EQ(std::signbit(got), std::signbit(want));
+#if PAGEDATTN_HAVE_FLOAT16
       if (f.t == DType::f16) {
         _Float16 h = (_Float16)x;  // direct double -> half, correctly rounded by the compiler
         EXPECT_EQ(encode_bits(got, DType::f16), [&] {
@@ -113,6 +127,7 @@ TEST(Round, MatchesMpfrAndCompiler) {
           return uint32_t(b);
         }()) << x;
       }
+#endif
       if (f.t == DType::f32) EXPECT_EQ(got, double(float(x)));
     }
   }
