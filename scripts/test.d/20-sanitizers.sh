@@ -1,23 +1,25 @@
 #!/usr/bin/env bash
-# The test suite again under AddressSanitizer + UndefinedBehaviorSanitizer (gcc), in its
-# own build folder with CUDA and the benchmarks off. Any sanitizer report fails the test
+# The test suite again under AddressSanitizer + UndefinedBehaviorSanitizer, built by
+# scripts/sanitizer_build.sh (clang -O1, the build the fuzz stage reuses; gcc -O2 where clang's
+# libFuzzer is missing) with CUDA and the benchmarks off. Any sanitizer report fails the test
 # that triggered it (halt_on_error, -fno-sanitize-recover), and so this stage.
 #
 # What runs: every ctest test except
-#  - kernels.under_emu_checks_all: the whole kernels suite a second time with every
-#    emulator check on. Under ASan it alone took 475 s (it passed; run it by hand with
-#    `ctest --test-dir build-asan -R under_emu_checks_all`), more than the rest of the
+#  - kernels.under_emu_checks_all.{0,1,2}: the whole kernels suite a second time (three
+#    shards) with every emulator check on. Under ASan it alone took 475 s (it passed; run it
+#    by hand with `ctest --test-dir build-san -R under_emu_checks_all`), more than the rest of the
 #    suite together (177 s), while the same kernels already run under ASan in the kernels
 #    label and the checks themselves in the emulator label.
+#  - proofs.coq: Coq checking its proofs (105-126 s); no program of ours runs in it.
 #  - emulator.install_and_consume: installs the package and builds a consumer project
 #    with the default flags; it tests packaging, not memory safety.
 #  - torch.vllm_grid (see below).
 #  - slurm.campaign_and_mutants (label slurm): it tests the job scripts on a scheduler, and
 #    its mutate.py run would build the mutant programs again under ASan, racecheck's
-#    -fsanitize=thread build among them, which gcc refuses beside -fsanitize=address.
+#    -fsanitize=thread build among them, which neither gcc nor clang allows beside -fsanitize=address.
 #  - racecheck's hazard-mode tests (emulator/tests: test_racecheck_hazard,
 #    test_kernels_hazard) are not built: their kernels are compiled with
-#    -fsanitize=thread, which gcc refuses beside -fsanitize=address. They run in the
+#    -fsanitize=thread, which neither compiler allows beside -fsanitize=address. They run in the
 #    main ctest run.
 # The emulator's memcheck catches device out-of-bounds with guard pages and its own
 # SIGSEGV handler. ASan lets a program install its own handler (allow_user_segv_handler
@@ -26,32 +28,27 @@
 # skipped.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-build=${ASAN_BUILD_DIR:-build-asan}
+build=$(bash scripts/sanitizer_build.sh "${ASAN_BUILD_DIR:-${SAN_BUILD_DIR:-build-san}}")
 jobs=${JOBS:-$(nproc)}
-flags="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -O2 -g"
-launcher=()
-command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DPAGEDATTN_CUDA=OFF -DPAGEDATTN_BENCH=OFF \
-  -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_C_FLAGS="$flags" \
-  -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" \
-  -DCMAKE_SHARED_LINKER_FLAGS="-fsanitize=address,undefined" "${launcher[@]}"
-start=$SECONDS
-cmake --build "$build" -j "$jobs"
-echo "20-sanitizers: build took $((SECONDS - start)) s"
 # detect_leaks=0: LeakSanitizer needs ptrace, absent in many CI containers; leaks are
 # not the memory errors this stage is for.
 export ASAN_OPTIONS="halt_on_error=1:detect_leaks=0:detect_stack_use_after_return=0:${ASAN_OPTIONS:-}"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:${UBSAN_OPTIONS:-}"
 start=$SECONDS
 ctest --test-dir "$build" --output-on-failure -j "$jobs" -LE '^(torch|check|slurm)$' \
-  -E '^(kernels\.under_emu_checks_all|emulator\.install_and_consume)$' "$@"
+  -E '^(kernels\.under_emu_checks_all\.[0-9]+|emulator\.install_and_consume|proofs\.coq)$' "$@"
 # The torch and check labels run /usr/bin/python3, which is not linked with the sanitizer
 # runtimes: they must come first in the process, so they are preloaded (for these tests
 # only). Left out: torch.vllm_grid (280 s under ASan; its calls take the same code paths as
 # torch.run_equality and torch.schema, which run) and check.cli (the check's command line
 # over the same judge and operators that check.subjects runs).
 if ctest --test-dir "$build" -N -L '^(torch|check)$' | grep -q 'Test *#'; then
-  LD_PRELOAD="$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so)" \
+  if grep -q '^CMAKE_CXX_COMPILER:.*clang' "$build/CMakeCache.txt"; then
+    runtime="$(clang++ -print-resource-dir)/lib/linux/libclang_rt.asan-x86_64.so"  # UBSan's inside
+  else
+    runtime="$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so)"
+  fi
+  LD_PRELOAD="$runtime" \
     ctest --test-dir "$build" --output-on-failure -j "$jobs" -L '^(torch|check)$' \
     -E '^(torch\.vllm_grid|check\.cli)$'
 fi
