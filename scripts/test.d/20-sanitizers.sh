@@ -43,11 +43,8 @@ ctest --test-dir "$build" --output-on-failure -j "$jobs" -LE '^(torch|check|slur
 # torch.run_equality and torch.schema, which run) and check.cli (the check's command line
 # over the same judge and operators that check.subjects runs).
 if ctest --test-dir "$build" -N -L '^(torch|check)$' | grep -q 'Test *#'; then
-  if grep -q '^CMAKE_CXX_COMPILER:.*clang' "$build/CMakeCache.txt"; then
-    runtime="$(clang++ -print-resource-dir)/lib/linux/libclang_rt.asan-x86_64.so"  # UBSan's inside
-  else
-    runtime="$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so)"
-  fi
+  # The runtimes the build's programs link (clang's one, or gcc's libasan and libubsan).
+  runtime=$(ldd "$build/tools/pagedattn" | awk '/lib(asan|ubsan|clang_rt\.asan)/ {print $3}' | paste -sd:)
   LD_PRELOAD="$runtime" \
     ctest --test-dir "$build" --output-on-failure -j "$jobs" -L '^(torch|check)$' \
     -E '^(torch\.vllm_grid|check\.cli)$'
