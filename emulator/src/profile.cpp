@@ -205,11 +205,16 @@ Profile parse_profile(const std::string& text, const std::string& origin) {
       if (!it->contains("value"))
         fail(origin, "field '" + key +
                          "' is an object without 'value' (expected {value, source, confidence})");
-      for (auto f = it->begin(); f != it->end(); ++f)
+      for (auto f = it->begin(); f != it->end(); ++f) {
         if (f.key() != "value" && f.key() != "source" && f.key() != "confidence" &&
             f.key() != "note")
           fail(origin, "field '" + key + "' has unknown member '" + f.key() +
                            "'; allowed: value, source, confidence, note");
+        // Read as strings below: any other type is the file's error, not a type_error
+        // escaping the parser (found by fuzz_profile; fuzz/regressions/profile/).
+        if (f.key() != "value" && !f->is_string())
+          fail(origin, "field '" + key + "' member '" + f.key() + "' must be a string");
+      }
       Provenance prov;
       if (it->contains("source")) prov.source = (*it)["source"].get<std::string>();
       if (it->contains("confidence")) prov.confidence = (*it)["confidence"].get<std::string>();

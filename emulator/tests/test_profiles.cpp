@@ -77,6 +77,11 @@ TEST(Profiles, MalformedFilesGetClearErrors) {
   e = error_of(R"({"name": "x", "warp_size": 6e99999})");
   EXPECT_NE(e.find("not valid JSON"), std::string::npos) << e;
 
+  // fuzz/regressions/profile/member_not_a_string: a number as a provenance member threw
+  // nlohmann's type_error out of the parser.
+  e = error_of(R"({"name": "x", "warp_size": {"value": 32, "confidence": 19.5}})");
+  EXPECT_NE(e.find("member 'confidence' must be a string"), std::string::npos) << e;
+
   e = error_of(R"({"name": "x", "warp_size": 48})");
   EXPECT_NE(e.find("warp_size"), std::string::npos) << e;
   EXPECT_NE(e.find("32 or 64"), std::string::npos) << e;
