@@ -11,6 +11,18 @@
 #    suite together (177 s), while the same kernels already run under ASan in the kernels
 #    label and the checks themselves in the emulator label.
 #  - proofs.coq: Coq checking its proofs (105-126 s); no program of ours runs in it.
+#  - bound.coq (16 s): Python reading Bound.v against the table of bound_table, a program
+#    that runs here in bound.table.
+#  - kernels.output_digests and kernels.output_digests_grouped (68 s and 75 s under ASan):
+#    every output byte over a grid, pinned as digests; the same instantiations run under
+#    ASan in All/Combination (every supported combination, 225 tests) and the properties,
+#    so here they would add the bit pattern, which the main run checks, and no memory access.
+#  - Ablation.SixteenBitChoicesCostMoreThanOurs (61 s), Ablation.Fp32PartialsAreOurs (14 s) and
+#    Grouped.BitIdenticalToPerHeadKernelsOverRatios (31 s):
+#    numerical comparisons between kernel variants whose calls the audit, kernels and
+#    grouped tests make under ASan too. (Kept, although as long: LongSequence's 4,000,000
+#    tokens, the only test whose reduce reads thousands of partitions, and the fp16/fp8
+#    conversion sweeps, where UBSan watches the bit arithmetic.)
 #  - emulator.install_and_consume: installs the package and builds a consumer project
 #    with the default flags; it tests packaging, not memory safety.
 #  - torch.vllm_grid (see below).
@@ -36,7 +48,7 @@ export ASAN_OPTIONS="halt_on_error=1:detect_leaks=0:detect_stack_use_after_retur
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:${UBSAN_OPTIONS:-}"
 start=$SECONDS
 ctest --test-dir "$build" --output-on-failure -j "$jobs" -LE '^(torch|check|slurm)$' \
-  -E '^(kernels\.under_emu_checks_all\.[0-9]+|emulator\.install_and_consume|proofs\.coq)$' "$@"
+  -E '^(kernels\.under_emu_checks_all\.[0-9]+|emulator\.install_and_consume|proofs\.coq|bound\.coq|kernels\.output_digests(_grouped)?|Ablation\.(SixteenBitChoicesCostMoreThanOurs|Fp32PartialsAreOurs)|Grouped\.BitIdenticalToPerHeadKernelsOverRatios)$' "$@"
 # The torch and check labels run /usr/bin/python3, which is not linked with the sanitizer
 # runtimes: they must come first in the process, so they are preloaded (for these tests
 # only). Left out: torch.vllm_grid (280 s under ASan; its calls take the same code paths as
