@@ -3,11 +3,10 @@
 # (sanitizer builds, fuzzing, ...) in name order. The README's test command.
 # Arguments go to ctest; STAGES=0 skips the stages.
 #
-# A stage that marks itself `# test.sh: background` (it reads nothing the others write)
-# starts niced beside the others when the stages begin, so it fills the cores they leave
-# idle instead of adding its own wall time; one marked `# test.sh: background after
-# NAME.sh` starts so once the foreground stage NAME.sh has passed (what it reads is then
-# built). Their output is printed, and their status checked, at the end.
+# A stage that marks itself `# test.sh: background` (it only compiles, and reads nothing
+# the others write) starts niced beside the others when the stages begin, so it fills the
+# cores they leave idle (the mutant stage and the fuzzers run one process at a time) instead
+# of adding its own wall time; its output is printed, and its status checked, at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install_deps.sh
@@ -32,13 +31,8 @@ kill_tree() {
   kill "$1" 2>/dev/null || true
 }
 trap 'for b in "${background[@]}"; do kill_tree "${b%%:*}"; done' EXIT
-# The foreground stage a background stage waits for ("" for none); not background: "-".
-after_of() {
-  if ! grep -q '^# test.sh: background' "$1"; then echo -; return; fi
-  sed -n 's/^# test.sh: background after \([^ ]*\) *$/\1/p' "$1" | head -1
-}
-start_background() {
-  local stage=$1 log
+for stage in scripts/test.d/*.sh; do
+  [ -e "$stage" ] && grep -q '^# test.sh: background' "$stage" || continue
   log="$build/$(basename "$stage" .sh).log"
   echo "test.sh: stage $stage started in the background (log $log)"
   (
@@ -48,28 +42,14 @@ start_background() {
     exit $rc
   ) &
   background+=("$!:$stage:$log")
-}
+done
 for stage in scripts/test.d/*.sh; do
   [ -e "$stage" ] || continue
-  after=$(after_of "$stage")
-  if [ -n "$after" ] && [ "$after" != - ] && { [ ! -e "scripts/test.d/$after" ] ||
-      [ "$(after_of "scripts/test.d/$after")" != - ]; }; then
-    echo "test.sh: $stage: 'background after $after': no foreground stage scripts/test.d/$after"
-    exit 2
-  fi
-done
-for stage in scripts/test.d/*.sh; do
-  if [ -e "$stage" ] && [ -z "$(after_of "$stage")" ]; then start_background "$stage"; fi
-done
-for stage in scripts/test.d/*.sh; do
-  [ -e "$stage" ] && [ "$(after_of "$stage")" = - ] || continue
+  grep -q '^# test.sh: background' "$stage" && continue
   echo "test.sh: stage $stage"
   start=$SECONDS
   BUILD_DIR="$build" bash "$stage"
   echo "test.sh: stage $stage passed in $((SECONDS - start)) s"
-  for waiting in scripts/test.d/*.sh; do
-    if [ "$(after_of "$waiting")" = "$(basename "$stage")" ]; then start_background "$waiting"; fi
-  done
 done
 status=0
 for b in "${background[@]}"; do

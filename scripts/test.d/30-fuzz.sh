@@ -3,16 +3,11 @@
 # replay folder) and the host API (fuzz/README.md). The targets come from the sanitizer
 # build (scripts/sanitizer_build.sh: clang, ASan + UBSan, coverage), which the sanitizer
 # stage has built already in a full run. Replays every kept regression input, then runs
-# each target for FUZZ_SECONDS (default 45) from its seed corpus, FUZZ_JOBS (default 1)
-# targets at a time (each is one process). A crash, sanitizer report, leak of an unexpected
-# exception or timeout fails the stage; libFuzzer writes the input to crash-*/timeout-* in
+# each target for FUZZ_SECONDS (default 30) from its seed corpus, JOBS (default the cores)
+# targets at a time: each is one process, so two share two cores without taking any of
+# the other's seconds. A crash, sanitizer report, leak of an unexpected exception or
+# timeout fails the stage; libFuzzer writes the input to crash-*/timeout-* in
 # $FUZZ_ARTIFACTS for fuzz/regressions/.
-# In scripts/test.sh it starts in the background once the sanitizer stage (whose build it
-# uses) has passed, and so runs beside the mutant stage, which keeps one of the two cores
-# busy for most of its 8-9 minutes: one target at a time for 45 s fills the other core
-# (3.75 min in all) instead of two at a time for 30 s adding 95 s of its own. By hand, on
-# idle cores: FUZZ_JOBS=2.
-# test.sh: background after 20-sanitizers.sh
 # Skipped (exit 0, with a note) where clang or libFuzzer is missing.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -24,7 +19,7 @@ fi
 start=$SECONDS
 build=$(bash scripts/sanitizer_build.sh "${FUZZ_BUILD_DIR:-${SAN_BUILD_DIR:-build-san}}")
 echo "30-fuzz: build (or the sanitizer stage's, up to date) took $((SECONDS - start)) s"
-export FUZZ_SECONDS=${FUZZ_SECONDS:-45}
+export FUZZ_SECONDS=${FUZZ_SECONDS:-30}
 export FUZZ_ARTIFACTS=${FUZZ_ARTIFACTS:-$build/artifacts}
 export FUZZ_BUILD=$build
 export ASAN_OPTIONS="detect_leaks=0:${ASAN_OPTIONS:-}"
@@ -57,4 +52,4 @@ fuzz_one() {
 }
 export -f fuzz_one
 printf '%s\n' npy profile audit_config replay host_api |
-  xargs -P "${FUZZ_JOBS:-1}" -I{} bash -c 'fuzz_one "$1"' _ {}
+  xargs -P "${JOBS:-$(nproc)}" -I{} bash -c 'fuzz_one "$1"' _ {}
