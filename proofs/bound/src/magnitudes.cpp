@@ -292,7 +292,10 @@ PAGEDATTN_BOUND_CLONES void value_sums(const KvSource& kv, std::vector<Row>& row
     for (int d = 0; d < D && r.finite; ++d) *values_finite &= std::isfinite(r.na[d]);
 }
 
-// (M2)-(M5): the bounds of one row's fields from its sums.
+// (M2)-(M5): the bounds of one row's fields from its sums. Every factor that does not
+// depend on the element is evaluated once per row; each element's expressions are the
+// same interval operations in the same order as written out in full, so hoisting changes
+// no bit of the result (it halves the interval operations per element).
 void finish(std::int64_t n, int D, double max_abs_v, const Row& r, RowMagnitudes* out,
             ElementMagnitudes* el) {
   const Interval u = kU, one_u = 1 + u, dx = r.delta_x;
@@ -304,16 +307,29 @@ void finish(std::int64_t n, int D, double max_abs_v, const Row& r, RowMagnitudes
   const Interval nn = static_cast<double>(n), n_u = static_cast<double>(r.n_under);
   const Interval sum_e_lo = Interval(r.s) / (1 + gh);  // sum_j e_j >= this
   const Interval s_lo = k_lo * sum_e_lo;               // S >= this
-  // sum_i p_i a_i b_i from a blocked sum of one or two roundings per term (M2, M3).
-  auto weighted = [&](double sum, int roundings, double a_max, double b_max) {
-    Interval ea;
-    if (roundings == 1) {
-      ea = (Interval(sum) / (1 - gh) + nn * kEta) / (1 - u);
-    } else {
-      ea = (Interval(sum) / (1 - gh) + nn * kEta * (1 + Interval(b_max))) / ((1 - u) * (1 - u));
-    }
-    return (k_hi * ea + eta_e * n_u * (Interval(a_max) * b_max)) / s_lo;
+  // sum_i p_i a_i b_i from a blocked sum of one or two roundings per term (M2, M3):
+  //   one:  ea = (sum / (1 - gh) + n eta) / (1 - u)
+  //   two:  ea = (sum / (1 - gh) + n eta (1 + b_max)) / ((1 - u) (1 - u))
+  //   then (k_hi ea + eta_E n_u (a_max b_max)) / s_lo.
+  const Interval one_gh = 1 - gh, n_eta = nn * kEta, one_mu = 1 - u, one_mu2 = one_mu * one_mu;
+  const Interval eta_nu = eta_e * n_u;
+  struct Weighted {
+    Interval numerator_add, denominator, under;  // n eta [(1 + b_max)], (1 - u)^k, eta_E n_u a b
   };
+  auto weighted_for = [&](int roundings, double a_max, double b_max) {
+    Weighted w;
+    w.numerator_add = roundings == 1 ? n_eta : n_eta * (1 + Interval(b_max));
+    w.denominator = roundings == 1 ? one_mu : one_mu2;
+    w.under = eta_nu * (Interval(a_max) * b_max);
+    return w;
+  };
+  auto ea_of = [&](double sum, const Weighted& w) {
+    return (Interval(sum) / one_gh + w.numerator_add) / w.denominator;
+  };
+  auto weighted_ea = [&](const Interval& ea, const Weighted& w) {
+    return (k_hi * ea + w.under) / s_lo;
+  };
+  auto weighted = [&](double sum, const Weighted& w) { return weighted_ea(ea_of(sum, w), w); };
   const Interval mq = r.rho_q * r.max_qk + r.sigma_q;  // max Q_i
   *out = RowMagnitudes{};
   out->n = n;
@@ -322,8 +338,9 @@ void finish(std::int64_t n, int D, double max_abs_v, const Row& r, RowMagnitudes
   out->max_qk = hi(mq);
   out->max_abs_v = max_abs_v;
   out->sum_abs_q = r.sum_abs_q;
-  const Interval pg = weighted(r.sg, 1, r.g_max, 1), pq = weighted(r.sq, 1, r.max_qk, 1),
-                 px = weighted(r.sx, 1, r.max_abs_x, 1);
+  const Interval pg = weighted(r.sg, weighted_for(1, r.g_max, 1)),
+                 pq = weighted(r.sq, weighted_for(1, r.max_qk, 1)),
+                 px = weighted(r.sx, weighted_for(1, r.max_abs_x, 1));
   out->p_gap = hi(one_u * pg + 2 * dx);
   out->p_qk = hi(r.rho_q * pq + r.sigma_q);
   out->p_x = hi(px + dx);
@@ -331,26 +348,33 @@ void finish(std::int64_t n, int D, double max_abs_v, const Row& r, RowMagnitudes
   for (int d = 0; d < D; ++d) max_y = std::max(max_y, std::fabs(r.y[d]));
   const double tv_max = hi((Interval(max_abs_v) + max_y) * one_u);  // >= every fl(|v - y_hat|)
   const Interval k_ratio = k_hi / k_lo - 1;
+  // The element-independent factors of the loop below.
+  const Weighted w_a = weighted_for(1, max_abs_v, 1), w_pt = weighted_for(1, tv_max, 1),
+                 w_ptg = weighted_for(2, r.g_max, tv_max),
+                 w_ptq = weighted_for(2, r.max_qk, tv_max),
+                 w_ptx = weighted_for(2, r.max_abs_x, tv_max);
+  const Interval en_factor = gh * one_u + u, en_add = (1 + gh) * nn * kEta;
+  const Interval dy_under = 2 * eta_e * n_u * max_abs_v / (k_lo * sum_e_lo);
+  const Interval one_u2 = one_u * one_u, dx2 = 2 * dx, dx2_u = dx2 * one_u;
+  const Interval u_rho = one_u * r.rho_q, u_sigma = one_u * r.sigma_q, u_dx = one_u * dx;
   for (int d = 0; d < D; ++d) {
-    const Interval ba = (Interval(r.na[d]) / (1 - gh) + nn * kEta) / (1 - u);  // >= sum e |v|
-    const Interval e_n = (gh * one_u + u) * ba + (1 + gh) * nn * kEta;
-    const Interval delta_y = k_ratio * ba / sum_e_lo +
-                             2 * eta_e * n_u * max_abs_v / (k_lo * sum_e_lo) +
-                             (e_n + gh * ba) / r.s + u * std::fabs(r.y[d]) + kEta;
-    const Interval a = weighted(r.na[d], 1, max_abs_v, 1);
-    const Interval pt = weighted(r.nd[d], 1, tv_max, 1);  // sum p tv
-    const Interval ptg = weighted(r.ng[d], 2, r.g_max, tv_max);
-    const Interval ptq = weighted(r.nq[d], 2, r.max_qk, tv_max);
-    const Interval ptx = weighted(r.nx[d], 2, r.max_abs_x, tv_max);
+    // ea for sum e |v| (one rounding) is both ba and the first step of weighted(na[d]).
+    const Interval ba = ea_of(r.na[d], w_a);  // >= sum e |v|
+    const Interval e_n = en_factor * ba + en_add;
+    const Interval delta_y =
+        k_ratio * ba / sum_e_lo + dy_under + (e_n + gh * ba) / r.s + u * std::fabs(r.y[d]) + kEta;
+    const Interval a = weighted_ea(ba, w_a);
+    const Interval pt = weighted(r.nd[d], w_pt);  // sum p tv
+    const Interval ptg = weighted(r.ng[d], w_ptg);
+    const Interval ptq = weighted(r.nq[d], w_ptq);
+    const Interval ptx = weighted(r.nx[d], w_ptx);
     ElementMagnitudes& m = el[d];
     m.a = hi(a);
     m.abs_exact = hi(std::fabs(r.y[d]) + delta_y);
     m.dev = hi(one_u * pt + delta_y);
-    m.dev_gap =
-        hi(one_u * one_u * ptg + 2 * dx * one_u * pt + delta_y * one_u * pg + 2 * dx * delta_y);
-    m.dev_qk = hi(one_u * r.rho_q * ptq + one_u * r.sigma_q * pt + delta_y * r.rho_q * pq +
-                  delta_y * r.sigma_q);
-    m.dev_x = hi(one_u * ptx + one_u * dx * pt + delta_y * px + delta_y * dx);
+    m.dev_gap = hi(one_u2 * ptg + dx2_u * pt + delta_y * one_u * pg + dx2 * delta_y);
+    m.dev_qk = hi(u_rho * ptq + u_sigma * pt + delta_y * r.rho_q * pq + delta_y * r.sigma_q);
+    m.dev_x = hi(one_u * ptx + u_dx * pt + delta_y * px + delta_y * dx);
   }
 }
 
