@@ -6,6 +6,7 @@
 #include <random>
 #include <sstream>
 
+#include "pagedattn_testing/mt19937_64.h"
 #include "pagedattn_testing/uniform_case.h"
 
 namespace pagedattn::prop {
@@ -41,9 +42,9 @@ std::ostream& operator<<(std::ostream& os, const Spec& s) {
 
 namespace {
 
-double class_value(std::mt19937_64& rng, ValueClass c, DType scalar, CacheFormat cache,
+double class_value(testing::Mt19937_64& rng, ValueClass c, DType scalar, CacheFormat cache,
                    double scale) {
-  std::uniform_real_distribution<double> u(-1, 1);
+  auto u = [&rng] { return testing::uniform_real(rng, -1, 1); };
   const testing::FormatTraits& f = traits(testing::cache_element(scalar, cache));
   switch (c) {
     case ValueClass::subnormal: {
@@ -67,10 +68,10 @@ double class_value(std::mt19937_64& rng, ValueClass c, DType scalar, CacheFormat
       // f32 and bf16 up to FLT_MAX: the kernels' fp32 sums of e_i v_i overflowed there
       // although the exact output is finite (README.md, "found by properties"); the
       // kernels now rescale on overflow.
-      return mx * (0.5 + 0.5 * std::fabs(u(rng))) * (rng() % 2 ? 1 : -1);
+      return mx * (0.5 + 0.5 * std::fabs(u())) * (rng() % 2 ? 1 : -1);
     }
     default:
-      return u(rng);
+      return u();
   }
 }
 
@@ -94,7 +95,8 @@ Case build(const Spec& s) {
   c.tight_table = s.tight_table;
   if (s.logits != LogitShape::uniform) c.scale = 1.0;
   Case p = testing::uniform_case(c);
-  std::mt19937_64 rng(s.seed ^ 0x9e3779b97f4a7c15ULL);
+  // std::mt19937_64's stream (mt19937_64.h), faster
+  testing::Mt19937_64 rng(s.seed ^ 0x9e3779b97f4a7c15ULL);
   const int S = static_cast<int>(s.seq_lens.size()), H = s.num_heads(), D = s.head_size;
 
   if (s.layout == BlockLayout::repeated) {
@@ -118,7 +120,7 @@ Case build(const Spec& s) {
         }
       }
     }
-    std::uniform_real_distribution<double> u(0, 1);
+    auto u = [&rng] { return testing::uniform_real(rng, 0, 1); };
     for (int q = 0; q < S; ++q) {
       const int L = s.seq_lens[q];
       const int dominant = L > 0 ? static_cast<int>(rng() % L) : 0;
@@ -129,13 +131,13 @@ Case build(const Spec& s) {
           double x = s.offset;
           switch (s.logits) {
             case LogitShape::spread:
-              x -= s.span * u(rng);
+              x -= s.span * u();
               break;
             case LogitShape::dominant:
               x += t == dominant ? s.span : 0.0;
               break;
             case LogitShape::steps:
-              x += step[t / s.partition_size] + u(rng);
+              x += step[t / s.partition_size] + u();
               break;
             default:  // ties
               break;

@@ -1,5 +1,7 @@
 #include "pagedattn_testing/uniform_case.h"
 
+#include "pagedattn_testing/mt19937_64.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -12,12 +14,11 @@ namespace {
 // A random element of format `t` (size bytes) in [-range, range], stored at `index` of
 // `buf`. fp8: a random finite code within the range (range >= 1 leaves plenty of codes).
 // The value is not read back: filling the caches is most of a property case's setup.
-void random_element(std::mt19937_64& rng, DType t, std::size_t size, const float* table, void* buf,
+void random_element(Mt19937_64& rng, DType t, std::size_t size, const float* table, void* buf,
                     std::size_t index, double range) {
   auto* bytes = static_cast<std::uint8_t*>(buf);
   if (size > 1) {
-    std::uniform_real_distribution<double> u(-range, range);
-    const std::uint32_t bits = encode(t, static_cast<float>(u(rng)));
+    const std::uint32_t bits = encode(t, static_cast<float>(uniform_real(rng, -range, range)));
     std::memcpy(bytes + size * index, &bits, size);  // little-endian host, as store()
     return;
   }
@@ -25,6 +26,79 @@ void random_element(std::mt19937_64& rng, DType t, std::size_t size, const float
     bytes[index] = static_cast<std::uint8_t>(rng());
     const double v = table[bytes[index]];
     if (std::isfinite(v) && std::fabs(v) <= range) return;
+  }
+}
+
+// Element bytes of `bytes` (each `size` bytes, consecutive) stored at base + off[i] elements.
+void scatter(const std::uint8_t* bytes, std::size_t size, const std::int64_t* off, std::size_t n,
+             std::int64_t base, std::uint8_t* out) {
+  switch (size) {
+    case 4:
+      for (std::size_t i = 0; i < n; ++i) std::memcpy(out + (base + off[i]) * 4, bytes + i * 4, 4);
+      return;
+    case 2:
+      for (std::size_t i = 0; i < n; ++i) std::memcpy(out + (base + off[i]) * 2, bytes + i * 2, 2);
+      return;
+    default:
+      for (std::size_t i = 0; i < n; ++i) out[base + off[i]] = bytes[i];
+      return;
+  }
+}
+
+// The key and value caches, drawn as random_element draws each element, in token-major
+// order with each key element before its value element (so the stream of draws and every
+// stored byte are those of one random_element call per element, key then value: test
+// Case.FastFillIsTheElementwiseDraw holds the two to the bit). One (block, KV head) at a
+// time: its B x D pairs drawn into a buffer, encoded by encode_run (the format's encoder
+// without a per-element call), then stored at the layouts' offsets, which differ from
+// block to block and head to head only by the region's first element.
+void fill_kv(Case& c, const UniformSpec& spec, Mt19937_64& rng) {
+  const KvLayout l = c.layout();
+  const DType ce = c.cache_element();
+  const std::size_t es = traits(ce).size;
+  const float* ct = detail::decode_table(ce);
+  const int B = c.block_size, D = c.head_size;
+  const std::size_t n = static_cast<std::size_t>(B) * static_cast<std::size_t>(D);
+  std::vector<std::int64_t> koff(n), voff(n);
+  for (int slot = 0; slot < B; ++slot) {
+    for (int d = 0; d < D; ++d) {
+      const std::size_t i = static_cast<std::size_t>(slot) * D + d;
+      koff[i] = l.key(Block{0}, KvHead{0}, Slot{slot}, Dim{d});
+      voff[i] = l.value(Block{0}, KvHead{0}, Slot{slot}, Dim{d});
+    }
+  }
+  std::vector<float> kf(n), vf(n);
+  std::vector<std::uint8_t> kb(n * es), vb(n * es);
+  bool k_ok[256] = {}, v_ok[256] = {};  // fp8: the codes random_element accepts
+  if (es == 1) {
+    for (int code = 0; code < 256; ++code) {
+      const double v = ct[code];
+      k_ok[code] = std::isfinite(v) && std::fabs(v) <= spec.k_range;
+      v_ok[code] = std::isfinite(v) && std::fabs(v) <= spec.v_range;
+    }
+  }
+  for (std::int64_t b = 0; b < c.num_blocks; ++b) {
+    for (int h = 0; h < c.num_kv_heads; ++h) {
+      if (es > 1) {
+        for (std::size_t i = 0; i < n; ++i) {
+          kf[i] = static_cast<float>(uniform_real(rng, -spec.k_range, spec.k_range));
+          vf[i] = static_cast<float>(uniform_real(rng, -spec.v_range, spec.v_range));
+        }
+        encode_run(ce, kf.data(), n, kb.data());
+        encode_run(ce, vf.data(), n, vb.data());
+      } else {  // random_element's fp8 draw, its test looked up once per code
+        for (std::size_t i = 0; i < n; ++i) {
+          do kb[i] = static_cast<std::uint8_t>(rng());
+          while (!k_ok[kb[i]]);
+          do vb[i] = static_cast<std::uint8_t>(rng());
+          while (!v_ok[vb[i]]);
+        }
+      }
+      scatter(kb.data(), es, koff.data(), n, l.key(Block{b}, KvHead{h}, Slot{0}, Dim{0}),
+              c.key_cache.data());
+      scatter(vb.data(), es, voff.data(), n, l.value(Block{b}, KvHead{h}, Slot{0}, Dim{0}),
+              c.value_cache.data());
+    }
   }
 }
 
@@ -55,7 +129,7 @@ Case uniform_case(const UniformSpec& spec) {
   c.max_blocks_per_seq = std::max(max_blocks, 1) + (spec.tight_table ? 0 : 1);
   c.num_blocks = used_blocks + spec.spare_blocks;
   c.allocate();
-  std::mt19937_64 rng(spec.seed);
+  Mt19937_64 rng(spec.seed);  // std::mt19937_64's stream (mt19937_64.h), faster
 
   // Physical blocks in random order; unused table entries far out of range.
   std::vector<int> ids(static_cast<std::size_t>(c.num_blocks));
@@ -72,27 +146,7 @@ Case uniform_case(const UniformSpec& spec) {
   const float* qt = detail::decode_table(c.scalar);
   for (std::size_t i = 0; i < qn; ++i)
     random_element(rng, c.scalar, qs, qt, c.query.data(), i, spec.q_range);
-  // Key and value elements drawn in token-major order, each pair together.
-  const KvLayout l = c.layout();
-  const DType ce = c.cache_element();
-  const std::size_t es = traits(ce).size;
-  const float* ct = detail::decode_table(ce);
-  for (std::int64_t b = 0; b < c.num_blocks; ++b) {
-    for (int h = 0; h < c.num_kv_heads; ++h) {
-      for (int slot = 0; slot < B; ++slot) {
-        for (int d = 0; d < c.head_size; ++d) {
-          const Block blk{b};
-          const KvHead kvh{h};
-          const Slot sl{slot};
-          const Dim dim{d};
-          random_element(rng, ce, es, ct, c.key_cache.data(),
-                         static_cast<std::size_t>(l.key(blk, kvh, sl, dim)), spec.k_range);
-          random_element(rng, ce, es, ct, c.value_cache.data(),
-                         static_cast<std::size_t>(l.value(blk, kvh, sl, dim)), spec.v_range);
-        }
-      }
-    }
-  }
+  fill_kv(c, spec, rng);
   if (spec.alibi) {
     for (int h = 0; h < c.num_heads; ++h) {
       c.alibi_slopes.push_back(std::ldexp(1.0f, -(8 * (h + 1)) / c.num_heads));

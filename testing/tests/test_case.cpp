@@ -3,8 +3,11 @@
 // case_of() reads strided tensors back into the same case.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <numeric>
+#include <random>
 #include <stdexcept>
 
 #include "pagedattn/validate.h"
@@ -132,6 +135,82 @@ TEST(Case, CaseOfRefusesABlockIdOutOfRange) {
     ADD_FAILURE() << "accepted";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("block_tables[1][0]"), std::string::npos) << e.what();
+  }
+}
+
+// uniform_case's draw defined one element at a time: the block shuffle, then each query
+// element, then per (block, KV head, slot, dim) the key element and then the value element,
+// each a uniform double in [-range, range] rounded to float and encoded (fp8: random codes
+// until one is finite and within the range). uniform_case fills the caches a (block, KV
+// head) region at a time for speed; this holds it to the draw above, bit for bit.
+std::vector<std::uint8_t> element_bytes(std::mt19937_64& rng, DType t, double range) {
+  const std::size_t size = traits(t).size;
+  std::vector<std::uint8_t> b(size);
+  if (size > 1) {
+    std::uniform_real_distribution<double> u(-range, range);
+    const std::uint32_t bits = encode(t, static_cast<float>(u(rng)));
+    std::memcpy(b.data(), &bits, size);
+    return b;
+  }
+  for (;;) {
+    b[0] = static_cast<std::uint8_t>(rng());
+    const double v = detail::decode_table(t)[b[0]];
+    if (std::isfinite(v) && std::fabs(v) <= range) return b;
+  }
+}
+
+Case elementwise_draw(const UniformSpec& s) {
+  Case c = uniform_case(s);  // the shapes and tables; every query and cache byte redrawn
+  std::fill(c.query.begin(), c.query.end(), 0xAB);
+  std::fill(c.key_cache.begin(), c.key_cache.end(), 0xAB);
+  std::fill(c.value_cache.begin(), c.value_cache.end(), 0xAB);
+  std::mt19937_64 rng(s.seed);
+  std::vector<int> ids(static_cast<std::size_t>(c.num_blocks));
+  std::iota(ids.begin(), ids.end(), 0);
+  std::shuffle(ids.begin(), ids.end(), rng);
+  const std::size_t qs = traits(c.scalar).size;
+  for (std::size_t i = 0; i < c.query.size() / qs; ++i) {
+    const auto b = element_bytes(rng, c.scalar, s.q_range);
+    std::memcpy(&c.query[i * qs], b.data(), qs);
+  }
+  const KvLayout l = c.layout();
+  const DType ce = c.cache_element();
+  const std::size_t es = traits(ce).size;
+  for (std::int64_t blk = 0; blk < c.num_blocks; ++blk)
+    for (int h = 0; h < c.num_kv_heads; ++h)
+      for (int slot = 0; slot < c.block_size; ++slot)
+        for (int d = 0; d < c.head_size; ++d) {
+          const auto k = element_bytes(rng, ce, s.k_range);
+          const auto v = element_bytes(rng, ce, s.v_range);
+          std::memcpy(&c.key_cache[l.key(Block{blk}, KvHead{h}, Slot{slot}, Dim{d}) * es], k.data(),
+                      es);
+          std::memcpy(&c.value_cache[l.value(Block{blk}, KvHead{h}, Slot{slot}, Dim{d}) * es],
+                      v.data(), es);
+        }
+  return c;
+}
+
+TEST(Case, FastFillIsTheElementwiseDraw) {
+  struct Shape {
+    int head_size, block_size;
+  };
+  std::uint64_t seed = 7;
+  for (DType t : {DType::f32, DType::f16, DType::bf16}) {
+    for (CacheFormat cache : {CacheFormat::same, CacheFormat::fp8_e4m3, CacheFormat::fp8_e5m2}) {
+      for (Shape sh : {Shape{64, 16}, Shape{80, 8}, Shape{128, 32}}) {
+        UniformSpec s = spec(t, cache);
+        s.head_size = sh.head_size;
+        s.block_size = sh.block_size;
+        s.k_range = 1.5;  // keys and values from different ranges: a swap shows
+        s.v_range = 3.0;
+        s.seed = seed++;
+        const Case fast = uniform_case(s), slow = elementwise_draw(s);
+        SCOPED_TRACE(::testing::Message() << "seed " << s.seed << " head " << sh.head_size);
+        EXPECT_EQ(fast.query, slow.query);
+        EXPECT_EQ(fast.key_cache, slow.key_cache);
+        EXPECT_EQ(fast.value_cache, slow.value_cache);
+      }
+    }
   }
 }
 
