@@ -30,4 +30,12 @@ struct WithMemcheck {
   ~WithMemcheck() { emu::set_checks(before); }
 };
 
+// `checks` added for one case, the checks before it restored after (also on a failed
+// assert).
+struct WithChecks {
+  unsigned before = emu::enabled_checks();
+  explicit WithChecks(unsigned checks) { emu::set_checks(before | checks); }
+  ~WithChecks() { emu::set_checks(before); }
+};
+
 }  // namespace pagedattn::prop
