@@ -21,21 +21,18 @@ void assert_within(const Verdict& v, const std::string& what);
 void assert_kernels_within(const Case& c, const ref::Output& ex, const Options& options,
                            const std::string& profile, const std::string& what);
 
-// memcheck on for one case, the checks before it restored after (also on a failed assert):
-// device allocations then end flush against a guard page, so a read one element past a
-// tensor is a finding and the launch fails.
-struct WithMemcheck {
-  unsigned before = emu::enabled_checks();
-  WithMemcheck() { emu::set_checks(before | emu::check_memcheck); }
-  ~WithMemcheck() { emu::set_checks(before); }
-};
-
 // `checks` added for one case, the checks before it restored after (also on a failed
 // assert).
 struct WithChecks {
   unsigned before = emu::enabled_checks();
   explicit WithChecks(unsigned checks) { emu::set_checks(before | checks); }
   ~WithChecks() { emu::set_checks(before); }
+};
+
+// memcheck on for one case: device allocations then end flush against a guard page, so a
+// read one element past a tensor is a finding and the launch fails.
+struct WithMemcheck : WithChecks {
+  WithMemcheck() : WithChecks(emu::check_memcheck) {}
 };
 
 }  // namespace pagedattn::prop

@@ -11,22 +11,12 @@
 namespace pagedattn::testing {
 namespace {
 
-// A random element of format `t` (size bytes) in [-range, range], stored at `index` of
-// `buf`. fp8: a random finite code within the range (range >= 1 leaves plenty of codes).
-// The value is not read back: filling the caches is most of a property case's setup.
-void random_element(Mt19937_64& rng, DType t, std::size_t size, const float* table, void* buf,
-                    std::size_t index, double range) {
-  auto* bytes = static_cast<std::uint8_t*>(buf);
-  if (size > 1) {
-    const std::uint32_t bits = encode(t, static_cast<float>(uniform_real(rng, -range, range)));
-    std::memcpy(bytes + size * index, &bits, size);  // little-endian host, as store()
-    return;
-  }
-  for (;;) {
-    bytes[index] = static_cast<std::uint8_t>(rng());
-    const double v = table[bytes[index]];
-    if (std::isfinite(v) && std::fabs(v) <= range) return;
-  }
+// A random element of the 2- or 4-byte format `t` in [-range, range], stored at `index`
+// of `buf` (the query; the caches, fp8 included, are drawn by fill_kv).
+void random_element(Mt19937_64& rng, DType t, std::size_t size, void* buf, std::size_t index,
+                    double range) {
+  const std::uint32_t bits = encode(t, static_cast<float>(uniform_real(rng, -range, range)));
+  std::memcpy(static_cast<std::uint8_t*>(buf) + size * index, &bits, size);  // little-endian
 }
 
 // Element bytes of `bytes` (each `size` bytes, consecutive) stored at base + off[i] elements.
@@ -45,10 +35,11 @@ void scatter(const std::uint8_t* bytes, std::size_t size, const std::int64_t* of
   }
 }
 
-// The key and value caches, drawn as random_element draws each element, in token-major
-// order with each key element before its value element (so the stream of draws and every
-// stored byte are those of one random_element call per element, key then value: test
-// Case.FastFillIsTheElementwiseDraw holds the two to the bit). One (block, KV head) at a
+// The key and value caches, one element at a time in token-major order with each key
+// element before its value element: a uniform double in the range rounded to float and
+// encoded, or for fp8 random codes until one is finite and within the range (test
+// Case.FastFillIsTheElementwiseDraw holds this fill to that element-by-element draw, bit
+// for bit). One (block, KV head) at a
 // time: its B x D pairs drawn into a buffer, encoded by encode_run (the format's encoder
 // without a per-element call), then stored at the layouts' offsets, which differ from
 // block to block and head to head only by the region's first element.
@@ -69,7 +60,7 @@ void fill_kv(Case& c, const UniformSpec& spec, Mt19937_64& rng) {
   }
   std::vector<float> kf(n), vf(n);
   std::vector<std::uint8_t> kb(n * es), vb(n * es);
-  bool k_ok[256] = {}, v_ok[256] = {};  // fp8: the codes random_element accepts
+  bool k_ok[256] = {}, v_ok[256] = {};  // fp8: the codes accepted, tested once per code
   if (es == 1) {
     for (int code = 0; code < 256; ++code) {
       const double v = ct[code];
@@ -86,7 +77,7 @@ void fill_kv(Case& c, const UniformSpec& spec, Mt19937_64& rng) {
         }
         encode_run(ce, kf.data(), n, kb.data());
         encode_run(ce, vf.data(), n, vb.data());
-      } else {  // random_element's fp8 draw, its test looked up once per code
+      } else {  // fp8: random codes until one is finite and within the range
         for (std::size_t i = 0; i < n; ++i) {
           do kb[i] = static_cast<std::uint8_t>(rng());
           while (!k_ok[kb[i]]);
@@ -143,9 +134,8 @@ Case uniform_case(const UniformSpec& spec) {
   }
 
   const std::size_t qs = traits(c.scalar).size, qn = c.query.size() / qs;
-  const float* qt = detail::decode_table(c.scalar);
   for (std::size_t i = 0; i < qn; ++i)
-    random_element(rng, c.scalar, qs, qt, c.query.data(), i, spec.q_range);
+    random_element(rng, c.scalar, qs, c.query.data(), i, spec.q_range);
   fill_kv(c, spec, rng);
   if (spec.alibi) {
     for (int h = 0; h < c.num_heads; ++h) {
