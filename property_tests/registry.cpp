@@ -3,6 +3,8 @@
 #include <chrono>
 #include <sstream>
 
+#include "pagedattn_testing/run.h"
+
 namespace pagedattn::prop {
 namespace {
 
@@ -41,8 +43,14 @@ RunResult run_property(const PropertyDef& def, std::uint64_t seed, int cases, bo
   params.disableShrinking = !shrink;
   Counter counter;
   const auto t0 = std::chrono::steady_clock::now();
+  // A case's kernel runs share their input allocations (testing/include/pagedattn_testing/
+  // run.h: the same bytes in allocations of the same size, without a free's TLB shootdown).
+  const std::function<void()> body = [&def] {
+    const testing::ReuseInputAllocations per_case;
+    def.body();
+  };
   const TestResult result =
-      checkProperty(toProperty(def.body), meta, params, counter, configuration().reproduce);
+      checkProperty(toProperty(body), meta, params, counter, configuration().reproduce);
   RunResult r;
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   r.discards = counter.discards;

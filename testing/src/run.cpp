@@ -1,5 +1,6 @@
 #include "pagedattn_testing/run.h"
 
+#include <emu/checks.h>
 #include <emu/cuda_runtime.h>
 
 #include <cmath>
@@ -14,21 +15,41 @@ namespace pagedattn::testing {
 namespace {
 
 // Emulator device memory holding a copy of a vector (a std::vector's storage has no guard).
+// Inside a ReuseInputAllocations scope the allocation comes from, and goes back to, the
+// scope's slot for its role when the byte size matches (see run.h); the copy is made
+// afresh either way, so a kernel sees the same bytes in an allocation of the same size.
 template <class T>
 class DeviceCopy {
  public:
-  explicit DeviceCopy(const std::vector<T>& v) : n_(v.size()) {
+  using Slot = ReuseInputAllocations::Slot;
+  explicit DeviceCopy(const std::vector<T>& v, Slot* slot = nullptr) : n_(v.size()), slot_(slot) {
+    const std::size_t bytes = n_ * sizeof(T);
+    // Whether the allocation ends flush against its guard: cudaMalloc does so under
+    // memcheck only (else it rounds to 16 bytes), so a kept one serves the same mode.
+    memcheck_ = (emu::enabled_checks() & emu::check_memcheck) != 0;
+    if (slot_ && slot_->ptr) {  // kept from an earlier call: reused, or freed now
+      if (slot_->bytes == bytes && slot_->memcheck == memcheck_ && n_)
+        ptr_ = static_cast<T*>(slot_->ptr);
+      else
+        cudaFree(slot_->ptr);
+      slot_->ptr = nullptr;
+    }
     if (n_ == 0) return;
-    if (cudaMalloc(&ptr_, n_ * sizeof(T)) != cudaSuccess) {
-      throw std::runtime_error("run_kernel: cudaMalloc of " + std::to_string(n_ * sizeof(T)) +
+    if (!ptr_ && cudaMalloc(&ptr_, bytes) != cudaSuccess) {
+      throw std::runtime_error("run_kernel: cudaMalloc of " + std::to_string(bytes) +
                                " bytes failed");
     }
-    std::memcpy(ptr_, v.data(), n_ * sizeof(T));
+    std::memcpy(ptr_, v.data(), bytes);
   }
   DeviceCopy(const DeviceCopy&) = delete;
   DeviceCopy& operator=(const DeviceCopy&) = delete;
   ~DeviceCopy() {
-    if (ptr_) cudaFree(ptr_);
+    if (!ptr_) return;
+    if (slot_) {
+      *slot_ = {ptr_, n_ * sizeof(T), memcheck_};
+    } else {
+      cudaFree(ptr_);
+    }
   }
   T* data() const { return ptr_; }
   void copy_to(std::vector<T>& v) const {
@@ -38,9 +59,29 @@ class DeviceCopy {
  private:
   T* ptr_ = nullptr;
   std::size_t n_;
+  Slot* slot_;
+  bool memcheck_ = false;
 };
 
+// The ReuseInputAllocations open on this host thread (the outermost), or null.
+thread_local ReuseInputAllocations* t_reuse = nullptr;
+
 }  // namespace
+
+ReuseInputAllocations::ReuseInputAllocations() : outer_(t_reuse) {
+  if (!outer_) t_reuse = this;
+}
+
+ReuseInputAllocations::~ReuseInputAllocations() {
+  if (outer_) return;
+  t_reuse = nullptr;
+  for (const Slot& s : slots_)
+    if (s.ptr) cudaFree(s.ptr);
+}
+
+ReuseInputAllocations* ReuseInputAllocations::current() {
+  return t_reuse;
+}
 
 Outputs run_kernel(const Case& c, Kernel kernel, const std::string& profile, const Options& options,
                    bool poison) {
@@ -53,10 +94,15 @@ Outputs run_kernel(const Case& c, Kernel kernel, const Backend& backend, const O
   Outputs o;
   o.out_dtype = c.scalar;
   o.out_bytes.assign(S * H * D * traits(c.scalar).size, poison ? 0xff : 0);  // 0xff..: NaN
-  const DeviceCopy<std::uint8_t> query(c.query), kc(c.key_cache), vc(c.value_cache);
-  const DeviceCopy<std::int32_t> bt(c.block_tables), sl(c.seq_lens);
-  const DeviceCopy<float> alibi(c.alibi_slopes);
-  const DeviceCopy<std::uint8_t> out(o.out_bytes);
+  using R = ReuseInputAllocations;
+  R* const r = R::current();
+  const auto slot = [r](R::Role role) { return r ? r->slot(role) : nullptr; };
+  const DeviceCopy<std::uint8_t> query(c.query, slot(R::query)),
+      kc(c.key_cache, slot(R::key_cache)), vc(c.value_cache, slot(R::value_cache));
+  const DeviceCopy<std::int32_t> bt(c.block_tables, slot(R::block_tables)),
+      sl(c.seq_lens, slot(R::seq_lens));
+  const DeviceCopy<float> alibi(c.alibi_slopes, slot(R::alibi));
+  const DeviceCopy<std::uint8_t> out(o.out_bytes, slot(R::out));
   AttentionCall call = c.call();
   call.query.data = query.data();
   call.key_cache.data = kc.data();
