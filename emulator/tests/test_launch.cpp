@@ -4,6 +4,9 @@
 #include <emu/cuda_runtime.h>
 
 #include <cstdio>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 #include <string>
 #include <thread>
 #include <vector>
@@ -238,13 +241,39 @@ int mapped_regions() {
 }
 }  // namespace
 
+// The two blocks wait for each other, so with two host threads each runs one: a block
+// starts only when a host thread takes it, and the one that took the first cannot take the
+// second while it waits. (Bounded: a launch on one host thread ends after the spin.)
+__global__ void meet(int* arrived) {
+  if (threadIdx.x == 0) {
+    atomicAdd(arrived, 1);
+    for (long spin = 0; atomicAdd(arrived, 0) < 2 && spin < 400'000'000L; ++spin) {
+    }
+  }
+  __syncthreads();
+}
+
 TEST(Launch, ManyLaunchesFromManyHostThreadsDoNotLeakMappings) {
+#if defined(__GLIBC__)
+  // glibc gives a thread that finds the other arenas locked an arena of its own (new
+  // mappings, up to 8 per core), which the count below must not mistake for ours.
+  mallopt(M_ARENA_MAX, 1);
+#endif
   emu::use_profile("h200");
   emu::set_host_threads(2);
   float* out;
+  int* arrived;
   ASSERT_EQ(cudaMalloc(&out, 64 * 4), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&arrived, sizeof(int)), cudaSuccess);
   for (int i = 0; i < 50; ++i)
     ASSERT_EQ(emu::launch(touch_dynamic, dim3(4), dim3(64), 256, out), cudaSuccess);
+  // Both host threads have run a block of 64 threads (their fiber stacks and shared-memory
+  // pools are made): on a loaded machine the pool's thread could otherwise find every block
+  // of the 50 launches above taken, and make its 64 stacks (128 mappings) below. That was
+  // this test's flake under load: 320 mappings against 194.
+  ASSERT_EQ(cudaMemset(arrived, 0, sizeof(int)), cudaSuccess);
+  ASSERT_EQ(emu::launch(meet, dim3(2), dim3(64), 0, arrived), cudaSuccess);
+  ASSERT_EQ(*arrived, 2);
   const int before = mapped_regions();
   for (int i = 0; i < 2000; ++i)
     ASSERT_EQ(emu::launch(touch_dynamic, dim3(4), dim3(64), 256, out), cudaSuccess);
@@ -267,6 +296,7 @@ TEST(Launch, ManyLaunchesFromManyHostThreadsDoNotLeakMappings) {
   emu::set_checks(emu::check_none);
   emu::set_host_threads(0);
   cudaFree(out);
+  cudaFree(arrived);
 }
 
 // Between two switch points the in-order pass runs the block's threads one after the
