@@ -85,9 +85,13 @@ const char* extern_shared_names();
 void poison_named_dynamic_shared(std::size_t bytes, unsigned char byte);
 // memcheck (shared_memcheck.cpp): guards both dynamic pools past `bytes` for the next block
 // and arms the exact check of instrumented accesses; disarm undoes it and turns what was
-// found in `block` into findings of `run`.
+// found in `block` into findings of `run`. With keep_pool_guards the extern pool's guard
+// pages stay (the next block of the same launch on this host thread re-arms nothing), and
+// open_shared_guards must run before anything else touches the pool's pages: the end of
+// the launch on this thread, or the module TLS poisoning of a serial pass.
 void arm_shared_guards(std::size_t bytes, LaunchRun& run);
-void disarm_shared_guards(LaunchRun& run, uint3 block);
+void disarm_shared_guards(LaunchRun& run, uint3 block, bool keep_pool_guards);
+void open_shared_guards();
 // Called by the SIGSEGV handler: true if `addr` lies in a guarded shared region of this
 // host thread (the fault is then recorded and the page opened).
 bool shared_guard_fault(std::uintptr_t addr, bool write);

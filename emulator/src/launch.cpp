@@ -195,7 +195,8 @@ bool run_serial(const KernelEntry& k, dim3 grid, dim3 block, std::size_t smem, c
     if (pass.hazard) hazard_block(b);
     BlockCtx ctx = block_ctx(b, grid, block, p, name);
     if (!run_block(ctx, k.body, pass.order, 0x5eed, run)) run.aborted = true;
-    if (run.checks & check_memcheck) disarm_shared_guards(run, ctx.block_idx);
+    // Disarmed wholly: the next block's module TLS poisoning writes over the pool's pages.
+    if (run.checks & check_memcheck) disarm_shared_guards(run, ctx.block_idx, false);
     restore_module_tls(tls);
   }
   return !run.aborted;
@@ -205,8 +206,17 @@ void run_parallel(const KernelEntry& k, dim3 grid, dim3 block, std::size_t smem,
                   const char* name, bool poison, LaunchRun& run, TrafficRun* traffic) {
   const unsigned long long blocks = 1ull * grid.x * grid.y * grid.z;
   std::atomic<unsigned long long> next{0};
+  // The blocks a host thread runs here keep the extern pool's guards armed between them;
+  // they are opened when it leaves the launch (shared_memcheck.cpp).
+  struct OpenGuardsAtEnd {
+    bool memcheck;
+    ~OpenGuardsAtEnd() {
+      if (memcheck) open_shared_guards();
+    }
+  };
   const std::function<void()> worker = [&] {
     const TrafficScope counting(traffic);
+    const OpenGuardsAtEnd open_at_end{(run.checks & check_memcheck) != 0};
     for (;;) {
       unsigned long long b = next.fetch_add(1);
       if (b >= blocks) break;
@@ -219,7 +229,7 @@ void run_parallel(const KernelEntry& k, dim3 grid, dim3 block, std::size_t smem,
       if (run.checks & check_memcheck) arm_shared_guards(smem, run);
       BlockCtx ctx = block_ctx(b, grid, block, p, name);
       const bool ok = run_block(ctx, k.body, Order::in_order, 0, run);
-      if (run.checks & check_memcheck) disarm_shared_guards(run, ctx.block_idx);
+      if (run.checks & check_memcheck) disarm_shared_guards(run, ctx.block_idx, true);
       if (!ok) {
         std::lock_guard<std::mutex> lock(run.mutex);
         run.aborted = true;

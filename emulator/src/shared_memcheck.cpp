@@ -177,7 +177,6 @@ void arm_shared_guards(std::size_t bytes, LaunchRun& run) {
   SharedBounds& s = c.bounds;
   const std::size_t page = page_size();
   c.num_guards = 0;
-  c.dyn_open = nullptr;  // the guards below change the pools' protection
   s.bytes = bytes;
   s.dyn_lo = s.dyn_hi = s.dyn_base = s.ext_lo = s.ext_hi = s.ext_base = 0;
   // EMU_DYNAMIC_SHARED's pool: its end is flush (to 16) against a guard page already.
@@ -197,8 +196,13 @@ void arm_shared_guards(std::size_t bytes, LaunchRun& run) {
   const std::size_t open = round_up(bytes, page);
   const std::size_t cap = round_up(EMU_DYNAMIC_SMEM_CAPACITY, page);
   if (page == kExternGuard && addr(base) % page == 0) {
-    mprotect(base - page, page, PROT_NONE);
-    mprotect(base + open, cap - open + page, PROT_NONE);
+    if (c.ext_armed_open != open) {  // else armed so by an earlier block of this launch
+      if (c.ext_armed_open != ColdTls::kPoolAllOpen)
+        mprotect(base - page, cap + 2 * page, PROT_READ | PROT_WRITE);
+      mprotect(base - page, page, PROT_NONE);
+      mprotect(base + open, cap - open + page, PROT_NONE);
+      c.ext_armed_open = open;
+    }
     c.guards[c.num_guards++] = {extern_shared_names(), base, bytes, base - page, cap + 2 * page};
   }
   // The window is the link step's layout whether or not its pages could be protected.
@@ -220,15 +224,12 @@ void arm_shared_guards(std::size_t bytes, LaunchRun& run) {
   s.armed = true;
 }
 
-void disarm_shared_guards(LaunchRun& run, uint3 block) {
+void disarm_shared_guards(LaunchRun& run, uint3 block, bool keep_pool_guards) {
   ColdTls& c = cold_tls();
   SharedBounds& s = c.bounds;
   s.armed = false;
   run.instrumented_accesses += s.accesses;
-  for (int i = 0; i < c.num_guards; ++i) {
-    const SharedGuard& g = c.guards[i];
-    if (g.base != c.dyn_base) mprotect(g.prot, g.prot_len, PROT_READ | PROT_WRITE);
-  }
+  if (!keep_pool_guards) open_shared_guards();
   c.num_guards = 0;
   // Writes into the slack that no check saw as they happened.
   if (s.dyn_hi) {
@@ -256,6 +257,15 @@ void disarm_shared_guards(LaunchRun& run, uint3 block) {
   c.num_faults = 0;
 }
 
+void open_shared_guards() {
+  ColdTls& c = cold_tls();
+  if (c.ext_armed_open == ColdTls::kPoolAllOpen) return;
+  const std::size_t page = page_size();
+  mprotect(extern_shared_pool() - page, round_up(EMU_DYNAMIC_SMEM_CAPACITY, page) + 2 * page,
+           PROT_READ | PROT_WRITE);
+  c.ext_armed_open = ColdTls::kPoolAllOpen;
+}
+
 bool shared_guard_fault(std::uintptr_t a, bool write) {
   ColdTls& c = cold_tls();
   const std::size_t page = page_size();
@@ -272,6 +282,11 @@ bool shared_guard_fault(std::uintptr_t a, bool write) {
       record(c, p, 0, write, false);
     }
     mprotect(reinterpret_cast<void*>(a / page * page), page, PROT_READ | PROT_WRITE);
+    // That pool's protection is no longer what its bookkeeping says: the next block re-arms.
+    if (g.prot == c.dyn_region)
+      c.dyn_open = nullptr;
+    else
+      c.ext_armed_open = ColdTls::kPoolUnknown;
     return true;
   }
   return false;

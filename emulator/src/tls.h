@@ -69,9 +69,17 @@ struct ColdTls {
   unsigned char* dyn_region = nullptr;  // the mmap'd pool behind it
   std::size_t dyn_region_len = 0;
   // Where the pool's open pages begin while nothing else has changed its protection since
-  // prepare_dynamic_shared opened them (memcheck's guards reset it), so a block of the same
-  // size skips the two mprotect calls; null when unknown.
+  // prepare_dynamic_shared opened them (memcheck's fault handler resets it when it opens a
+  // guard page), so a block of the same size skips the two mprotect calls; null when unknown.
   unsigned char* dyn_open = nullptr;
+  // The extern __shared__ pool's protection as arm_shared_guards left it: the open bytes (a
+  // page multiple) while its guards stay armed between the blocks of a launch, kPoolAllOpen
+  // when every page is read-write (as the link step leaves it, and every launch ends), or
+  // kPoolUnknown once the fault handler opened a guard page. A block of the same launch on
+  // the same host thread then arms nothing: the three mprotect calls a block made, two of
+  // them TLB shootdowns, were a fifth of a memcheck property's CPU.
+  static constexpr std::size_t kPoolAllOpen = ~std::size_t{0}, kPoolUnknown = kPoolAllOpen - 1;
+  std::size_t ext_armed_open = kPoolAllOpen;
   std::size_t dyn_bytes = 0;
   cudaError_t last_error = cudaSuccess;
   std::string* last_message = nullptr;  // heap-owned: a string's bytes must not live in TLS

@@ -9,8 +9,10 @@ struct Access {
   int width = 1;
   bool write = false;
   bool atomic = false;
-  unsigned thread = 0, block = 0;
+  unsigned thread = 0, block = 0;  // block kEveryBlock: that thread of every block
 };
+
+constexpr unsigned kEveryBlock = ~0u;
 
 constexpr int kStaticBytes = 4100;      // static_touch's array: not a multiple of 16
 constexpr int kPadBytes = 8192;         // the arrays around it, past any overrun tested

@@ -19,6 +19,7 @@
 #include <emu/checks.h>
 #include <emu/profile.h>
 
+#include <algorithm>
 #include <initializer_list>
 #include <string>
 #include <utility>
@@ -293,6 +294,57 @@ TEST(MemcheckShared, UninstrumentedGuardsAndCanariesSeeWhatTheNoteSays) {
       EXPECT_EQ(r.findings[0].message, who("plain", f) + finding("plain", f, a, false));
     }
   }
+}
+
+// The blocks a host thread runs in one launch keep the extern pool's guard pages armed
+// between them (shared_memcheck.cpp), so each block must still meet them: after a block's
+// fault opened a guard page, after a launch of another size, and not at all in a launch
+// without memcheck, where the whole pool is open. Wrong variants this catches (each run
+// once): the fault handler not marking the pool's protection unknown (blocks 1 to 5 read
+// the opened page unseen: one finding instead of six), arm_shared_guards skipping when the
+// size differs (the second launch's read inside the first one's open pages is not found),
+// the guards left armed at the launch's end (the launch without memcheck dies on them).
+TEST(MemcheckShared, EveryBlockOfALaunchMeetsTheGuardPages) {
+  constexpr unsigned kManyBlocks = 6;
+  for (int threads : {1, 2}) {
+    emu::set_host_threads(threads);
+    for (const char* profile : kProfiles) {
+      emu::use_profile(profile);
+      const std::string ctx =
+          std::string(profile) + ", " + std::to_string(threads) + " host thread(s)";
+      auto launch = [](std::size_t smem, long long offset, std::vector<emu::Finding>* findings) {
+        Access a = access(offset, 1, false);
+        a.block = kEveryBlock;
+        const cudaError_t e = emu::launch(plain::extern_touch, dim3(kManyBlocks), dim3(kThreads),
+                                          smem, a, device_out());
+        *findings = emu::last_findings();
+        return e;
+      };
+      std::vector<emu::Finding> found;
+      {
+        ChecksOn on(emu::check_memcheck);
+        // The first byte of the guard page above a 4,100-byte launch's open pages.
+        EXPECT_EQ(launch(kLaunch, 8192, &found), cudaErrorIllegalAddress) << ctx;
+        ASSERT_EQ(found.size(), kManyBlocks) << ctx;
+        for (unsigned b = 0; b < kManyBlocks; ++b)  // each block once, in any order
+          EXPECT_EQ(std::count_if(found.begin(), found.end(),
+                                  [&](const emu::Finding& f) {
+                                    return f.message.find("block (" + std::to_string(b) +
+                                                          ",0,0)") != std::string::npos;
+                                  }),
+                    1)
+              << ctx << ", block " << b;
+        // A launch of 100 bytes: its guard page starts at 4,096, inside the pages the
+        // launch before opened.
+        EXPECT_EQ(launch(100, 4096, &found), cudaErrorIllegalAddress) << ctx;
+        EXPECT_EQ(found.size(), kManyBlocks) << ctx;
+      }
+      // No memcheck: every page of the pool is open, the read past the size is allowed.
+      EXPECT_EQ(launch(kLaunch, 8192, &found), cudaSuccess) << ctx;
+      EXPECT_TRUE(found.empty()) << ctx;
+    }
+  }
+  emu::set_host_threads(0);
 }
 
 // Without memcheck a stray access into a pool's guard area still ends the process with a
