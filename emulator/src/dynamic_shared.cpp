@@ -141,6 +141,30 @@ ModuleTlsBlock module_tls(const void* kernel) {
   return {m.data, m.size};
 }
 
+namespace {
+// Calls f(from, to) for each byte range of [base, base + size) outside the emulator's own
+// thread-local state, in address order: whole ranges, so poisoning and restoring a module
+// block of a few hundred KB (the extern pool is in it) are a memset and a memcpy, not a
+// test of every byte against every kept range (which was 70% of a racecheck-reordered
+// property's CPU).
+template <class F>
+void each_unkept_range(unsigned char* base, std::size_t size, F f) {
+  std::vector<TlsRange> keep = emulator_tls_ranges();
+  std::sort(keep.begin(), keep.end(),
+            [](const TlsRange& a, const TlsRange& b) { return a.begin < b.begin; });
+  unsigned char* at = base;
+  unsigned char* const end = base + size;
+  for (const TlsRange& r : keep) {
+    auto* lo = const_cast<unsigned char*>(r.begin);
+    unsigned char* hi = lo + r.size;
+    if (hi <= at || lo >= end) continue;  // outside what is left of the block
+    if (lo > at) f(at, lo);
+    at = std::max(at, hi);
+  }
+  if (at < end) f(at, end);
+}
+}  // namespace
+
 TlsSnapshot poison_module_tls(const void* kernel, unsigned char byte) {
   TlsSnapshot snap;
   const ModuleTlsBlock m = module_tls(kernel);
@@ -148,30 +172,19 @@ TlsSnapshot poison_module_tls(const void* kernel, unsigned char byte) {
   snap.base = m.data;
   snap.saved.assign(m.data, m.data + m.size);
   // Poison all but the emulator's own state, range by range.
-  std::vector<TlsRange> keep = emulator_tls_ranges();
-  for (std::size_t i = 0; i < m.size; ++i) {
-    const unsigned char* p = m.data + i;
-    bool kept = false;
-    for (const auto& r : keep)
-      if (p >= r.begin && p < r.begin + r.size) {
-        kept = true;
-        break;
-      }
-    if (!kept) m.data[i] = byte;
-  }
+  each_unkept_range(m.data, m.size, [byte](unsigned char* from, unsigned char* to) {
+    std::memset(from, byte, static_cast<std::size_t>(to - from));
+  });
   return snap;
 }
 
 void restore_module_tls(TlsSnapshot& snap) {
   if (!snap.base) return;
-  std::vector<TlsRange> keep = emulator_tls_ranges();
-  for (std::size_t i = 0; i < snap.saved.size(); ++i) {
-    unsigned char* p = snap.base + i;
-    bool kept = false;
-    for (const auto& r : keep)
-      if (p >= r.begin && p < r.begin + r.size) kept = true;
-    if (!kept) *p = snap.saved[i];
-  }
+  unsigned char* const base = snap.base;
+  const unsigned char* const saved = snap.saved.data();
+  each_unkept_range(base, snap.saved.size(), [base, saved](unsigned char* from, unsigned char* to) {
+    std::memcpy(from, saved + (from - base), static_cast<std::size_t>(to - from));
+  });
   snap.base = nullptr;
 }
 

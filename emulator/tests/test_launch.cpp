@@ -299,6 +299,33 @@ TEST(Launch, ManyLaunchesFromManyHostThreadsDoNotLeakMappings) {
   cudaFree(arrived);
 }
 
+// A thread-local of the host program lies in the module's thread-local block beside the
+// static __shared__ arrays (which are thread-locals in the emulator), so each block of a
+// serial pass (racecheck, initcheck) poisons the block but for the emulator's own state and
+// restores it after. Wrong variants this catches (each run once): the restore skipped
+// (host_state still poisoned after the launch); the poisoning skipped (the kernel reads the
+// values set here). Both stopping at the first range the emulator keeps: host_state lies
+// before it, so that one fails Initcheck.ReadOfNeverWrittenSharedMemoryIsReported instead.
+thread_local unsigned host_state[256] = {1};
+
+__global__ void read_host_state(unsigned* out) {
+  out[blockIdx.x * blockDim.x + threadIdx.x] = host_state[threadIdx.x];
+}
+
+TEST(Launch, SerialPassesPoisonAndRestoreTheProgramsThreadLocals) {
+  emu::use_profile("h200");
+  for (unsigned i = 0; i < 256; ++i) host_state[i] = 0x01020304u + i;
+  unsigned* out;
+  ASSERT_EQ(cudaMalloc(&out, 2 * 256 * sizeof(unsigned)), cudaSuccess);
+  emu::set_checks(emu::check_racecheck_reorder);  // three serial passes, each poisons 0xff
+  const cudaError_t e = emu::launch(read_host_state, dim3(2), dim3(256), 0, out);
+  emu::set_checks(emu::check_none);
+  ASSERT_EQ(e, cudaSuccess);
+  for (unsigned i = 0; i < 2 * 256; ++i) ASSERT_EQ(out[i], 0xffffffffu) << "thread " << i;
+  for (unsigned i = 0; i < 256; ++i) ASSERT_EQ(host_state[i], 0x01020304u + i) << "element " << i;
+  cudaFree(out);
+}
+
 // Between two switch points the in-order pass runs the block's threads one after the
 // other by linear index (the racecheck passes compare other orders against it). A thread
 // that blocks hands over straight to the next runnable thread (scheduler.cpp); each phase
