@@ -112,9 +112,8 @@ struct ModuleTls {
   unsigned char* data = nullptr;
   std::size_t size = 0;
 };
-}  // namespace
 
-ModuleTlsBlock module_tls(const void* kernel) {
+ModuleTlsBlock find_module_tls(const void* kernel) {
   Dl_info info{};
   if (!dladdr(kernel, &info) || !info.dli_fbase) return {};
   ModuleTls m{info.dli_fbase};
@@ -139,6 +138,19 @@ ModuleTlsBlock module_tls(const void* kernel) {
       },
       &m);
   return {m.data, m.size};
+}
+}  // namespace
+
+ModuleTlsBlock module_tls(const void* kernel) {
+  ColdTls& c = g_cold;
+  if (kernel && c.module_tls_kernel == kernel) return {c.module_tls_data, c.module_tls_size};
+  const ModuleTlsBlock m = find_module_tls(kernel);
+  if (m.data) {  // a module's block not yet made for this thread is asked again
+    c.module_tls_kernel = kernel;
+    c.module_tls_data = m.data;
+    c.module_tls_size = m.size;
+  }
+  return m;
 }
 
 namespace {

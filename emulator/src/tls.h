@@ -81,6 +81,13 @@ struct ColdTls {
   static constexpr std::size_t kPoolAllOpen = ~std::size_t{0}, kPoolUnknown = kPoolAllOpen - 1;
   std::size_t ext_armed_open = kPoolAllOpen;
   std::size_t dyn_bytes = 0;
+  // module_tls's last answer on this host thread (a serial pass asks once per block; dladdr
+  // and the walk of the loaded modules were 6% of a racecheck-reordered property's CPU).
+  // Kept per kernel address as elf_symbols.cpp keeps a kernel's symbols: a module is not
+  // unloaded while its kernels launch.
+  const void* module_tls_kernel = nullptr;
+  unsigned char* module_tls_data = nullptr;
+  std::size_t module_tls_size = 0;
   cudaError_t last_error = cudaSuccess;
   std::string* last_message = nullptr;  // heap-owned: a string's bytes must not live in TLS
   std::vector<Finding>* last_findings = nullptr;
