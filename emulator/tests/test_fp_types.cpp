@@ -258,11 +258,19 @@ uint16_t ref_half_fma(double a, double b, double c) {
   const i128 as = neg ? -s : s;
   const Table& t = half_table();
   auto scaled = [&](size_t i) { return i128(std::ldexp(t.v[i], 48)); };  // exact: <= 2^65
-  std::vector<size_t> idx(t.v.size());
-  for (size_t i = 0; i < idx.size(); ++i) idx[i] = i;
-  const size_t hi = size_t(
-      std::partition_point(idx.begin(), idx.end(), [&](size_t i) { return scaled(i) <= as; }) -
-      idx.begin());
+  // The first table value above |s|, by bisection on exact integers (t.v ascends). Not
+  // std::partition_point over an index vector: building that vector per call made this test
+  // 130 s under ASan.
+  size_t hi = 0;
+  for (size_t n = t.v.size(); n > 0;) {
+    const size_t half = n / 2;
+    if (scaled(hi + half) <= as) {
+      hi += half + 1;
+      n -= half + 1;
+    } else {
+      n = half;
+    }
+  }
   uint16_t mag;
   if (hi == t.v.size()) {
     mag = uint16_t(t.max_finite + 1);
