@@ -11,8 +11,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install_deps.sh
 build=${BUILD_DIR:-build}
+t0=$SECONDS
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
 cmake --build "$build" -j "$(nproc)"
+echo "test.sh: configure and build took $((SECONDS - t0)) s"
 # With the stages, the slurm label runs in 40-mutants.sh instead (it builds the mutant
 # baseline that stage reuses, so it runs there, alone, at about 30 s of its own).
 skip=()
@@ -60,4 +62,5 @@ for b in "${background[@]}"; do
   [ "$rc" = 0 ] || { echo "test.sh: background stage $stage failed (status $rc)"; status=1; }
 done
 background=()
+echo "test.sh: everything took $SECONDS s (install_deps.sh included)"
 exit $status
