@@ -23,6 +23,10 @@
 #    grouped tests make under ASan too. (Kept, although as long: LongSequence's 4,000,000
 #    tokens, the only test whose reduce reads thousands of partitions, and the fp16/fp8
 #    conversion sweeps, where UBSan watches the bit arithmetic.)
+#  - report.render_fixture (40 s), properties.mutation_lists_current, docs.citations_resolve
+#    and docs.citation_check_catches_dangling: Python alone (matplotlib on fixture JSON,
+#    mutate.py --list, the docs' citations); they start no program of this build, so
+#    nothing in them is instrumented.
 #  - emulator.install_and_consume: installs the package and builds a consumer project
 #    with the default flags; it tests packaging, not memory safety.
 #  - torch.vllm_grid (see below).
@@ -48,7 +52,7 @@ export ASAN_OPTIONS="halt_on_error=1:detect_leaks=0:detect_stack_use_after_retur
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:${UBSAN_OPTIONS:-}"
 start=$SECONDS
 ctest --test-dir "$build" --output-on-failure -j "$jobs" -LE '^(torch|check|slurm)$' \
-  -E '^(kernels\.under_emu_checks_all\.[0-9]+|emulator\.install_and_consume|proofs\.coq|bound\.coq|kernels\.output_digests(_grouped)?|Ablation\.(SixteenBitChoicesCostMoreThanOurs|Fp32PartialsAreOurs)|Grouped\.BitIdenticalToPerHeadKernelsOverRatios)$' "$@"
+  -E '^(kernels\.under_emu_checks_all\.[0-9]+|emulator\.install_and_consume|proofs\.coq|bound\.coq|kernels\.output_digests(_grouped)?|report\.render_fixture|properties\.mutation_lists_current|docs\.citation[a-z_]+|Ablation\.(SixteenBitChoicesCostMoreThanOurs|Fp32PartialsAreOurs)|Grouped\.BitIdenticalToPerHeadKernelsOverRatios)$' "$@"
 # The torch and check labels run /usr/bin/python3, which is not linked with the sanitizer
 # runtimes: they must come first in the process, so they are preloaded (for these tests
 # only). Left out: torch.vllm_grid (280 s under ASan; its calls take the same code paths as
