@@ -8,8 +8,12 @@
 // RatioHistogram in harness.h; summed by --merge), and the worst
 // err_over_bound any case reached (properties call observe()), with that case and a
 // RapidCheck reproduce string: the campaign replays the same seed without shrinking
-// until the first case at least that bad, and RapidCheck reports it as a failure of
-// "err_over_bound < worst", which gives the case and its reproduce string.
+// up to the first case at least that bad, and RapidCheck reports it as a failure of
+// "err_over_bound < worst", which gives the case and its reproduce string. The replay
+// runs no case before that one: RapidCheck draws case i from its own split of the seed
+// and a size that depends only on how many cases passed or were discarded before it, so
+// the replay passes or discards each earlier case as the run did (the run records which)
+// and reaches the same case at the same size without running the ones before it.
 //
 // Every summary records what it judged ("provenance": the commit and source digests this
 // program was built from, scripts/source_digest.py) and each row its shard; --merge refuses
@@ -26,6 +30,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <vector>
 #include "harness.h"
 #include "pagedattn_audit/provenance.h"
 #include "registry.h"
@@ -84,12 +89,20 @@ double cpu_seconds() {
 
 json run_one(const PropertyDef& def, std::uint64_t seed, int cases, const std::string& shard) {
   double worst = -1;
+  std::size_t worst_at = 0;       // the invocation that first reached `worst`
+  std::vector<bool> returned;     // per invocation: the body returned (else it discarded)
   std::map<std::string, RatioHistogram> by_tag;  // over the passing cases
   PropertyDef tracked{def.name,
-                      [&def, &worst, &by_tag] {
+                      [&def, &worst, &worst_at, &returned, &by_tag] {
+                        const std::size_t at = returned.size();
+                        returned.push_back(false);
                         observation() = {};
                         def.body();
-                        worst = std::max(worst, observation().worst);
+                        returned[at] = true;
+                        if (observation().worst > worst) {
+                          worst = observation().worst;
+                          worst_at = at;
+                        }
                         for (const auto& [tag, h] : observation().by_tag) by_tag[tag].add(h);
                       },
                       cases};
@@ -117,17 +130,37 @@ json run_one(const PropertyDef& def, std::uint64_t seed, int cases, const std::s
   }
   if (worst < 0) return row;  // an exact (bitwise) property: no error to rank
   row["worst_err_over_bound"] = worst;
-  PropertyDef find{def.name,
-                   [&def, worst] {
-                     observation() = {};
-                     def.body();
-                     if (observation().worst >= worst) {
-                       RC_FAIL("worst case: err_over_bound " + std::to_string(observation().worst) +
-                               " (" + observation().what + ")");
-                     }
-                   },
-                   cases};
-  const RunResult w = run_property(find, seed, cases, /*shrink=*/false);
+  // skip: pass or discard the invocations before worst_at as the run did, without running
+  // them. Should the case there not reach `worst` again (it would take a nondeterministic
+  // property), every later case runs, and then the whole run is replayed.
+  double found = -1;  // err_over_bound of the case the replay stopped at
+  auto replay = [&](bool skip) {
+    std::size_t invocation = 0;
+    PropertyDef find{def.name,
+                     [&def, worst, worst_at, &returned, &invocation, &found, skip] {
+                       const std::size_t at = invocation++;
+                       if (skip && at < worst_at) {
+                         if (!returned[at]) RC_DISCARD("discarded in the run");
+                         return;
+                       }
+                       observation() = {};
+                       def.body();
+                       if (observation().worst >= worst) {
+                         found = observation().worst;
+                         RC_FAIL("worst case: err_over_bound " +
+                                 std::to_string(observation().worst) + " (" +
+                                 observation().what + ")");
+                       }
+                     },
+                     cases};
+    return run_property(find, seed, cases, /*shrink=*/false);
+  };
+  const double replay0 = cpu_seconds();
+  RunResult w = replay(/*skip=*/true);
+  row["replay"] = w.passed ? "every case" : "the worst case only";
+  if (w.passed) w = replay(/*skip=*/false);
+  row["replay_cpu_seconds"] = cpu_seconds() - replay0;
+  row["replay_found"] = found;
   if (!w.passed) {
     row["worst_case"] = w.message;
     row["reproduce"] = w.reproduce;

@@ -2,7 +2,7 @@
 # has both shards, every property, cases adding up, a provenance (commit and source
 # digest), and unless merging one shard twice is refused (a merge that double-counts).
 file(MAKE_DIRECTORY ${WORK})
-set(PROPS prop_merge_comm,prop_one_token_exact,prop_v2_eq_v1)
+set(PROPS prop_merge_comm,prop_one_token_exact,prop_v2_eq_v1,prop_adversarial_exp)
 foreach(k 1 2)
   execute_process(COMMAND ${CAMPAIGN} --cases 9 --seed 7 --shard ${k}/2 --properties ${PROPS}
                           --out ${WORK}/shard${k}.json
@@ -19,10 +19,10 @@ endif()
 file(READ ${WORK}/campaign.json merged)
 string(JSON shards GET "${merged}" shards)
 string(JSON n LENGTH "${merged}" properties)
-if(NOT shards EQUAL 2 OR NOT n EQUAL 3)
-  message(FATAL_ERROR "merged: ${shards} shards, ${n} properties; want 2 and 3")
+if(NOT shards EQUAL 2 OR NOT n EQUAL 4)
+  message(FATAL_ERROR "merged: ${shards} shards, ${n} properties; want 2 and 4")
 endif()
-foreach(i RANGE 2)
+foreach(i RANGE 3)
   string(JSON cases GET "${merged}" properties ${i} cases)
   string(JSON name GET "${merged}" properties ${i} name)
   if(NOT cases EQUAL 9)  # 5 + 4: the shards split the cases
@@ -36,6 +36,17 @@ string(JSON seed2 GET "${s2}" properties 0 seed)
 if(seed1 STREQUAL seed2)
   message(FATAL_ERROR "shards 1 and 2 drew the same seed ${seed1}")
 endif()
+# The worst case's replay ran that case alone (the cases before it passed unrun) and
+# stopped at a case of exactly the error the run recorded.
+foreach(s s1 s2)
+  string(JSON worst GET "${${s}}" properties 3 worst_err_over_bound)
+  string(JSON found GET "${${s}}" properties 3 replay_found)
+  string(JSON replay GET "${${s}}" properties 3 replay)
+  if(NOT replay STREQUAL "the worst case only" OR NOT found STREQUAL worst)
+    message(FATAL_ERROR "${s}: the worst case (${worst}) took a replay of ${replay}, "
+                        "which stopped at ${found}")
+  endif()
+endforeach()
 string(JSON kernels GET "${merged}" provenance digest kernels)
 string(LENGTH "${kernels}" len)
 if(NOT len EQUAL 64)
