@@ -89,8 +89,8 @@ double cpu_seconds() {
 
 json run_one(const PropertyDef& def, std::uint64_t seed, int cases, const std::string& shard) {
   double worst = -1;
-  std::size_t worst_at = 0;       // the invocation that first reached `worst`
-  std::vector<bool> returned;     // per invocation: the body returned (else it discarded)
+  std::size_t worst_at = 0;    // the invocation that first reached `worst`
+  std::vector<bool> returned;  // per invocation: the body returned (else it discarded)
   std::map<std::string, RatioHistogram> by_tag;  // over the passing cases
   PropertyDef tracked{def.name,
                       [&def, &worst, &worst_at, &returned, &by_tag] {

@@ -54,10 +54,10 @@ Spec overflow_spec() {
 }
 
 // Row 0 (sequence 0, head 0) of every kernel under test is token `top`'s value row, bit for bit.
-void assert_row0_is_token(const Case& p, const Spec& s, int top) {
+void assert_row0_is_token(const Case& p, const Spec& s, int top, const Options& options) {
   const auto [blk, slot] = p.where(0, top);
   for (const KernelUnderTest& k : kernels_under_test(p)) {
-    const Outputs o = run(p, k.kernel, k.options(s.options()), s.profile);
+    const Outputs o = run(p, k.kernel, k.options(options), s.profile);
     for (int d = 0; d < s.head_size; ++d) {
       const double want = p.value(blk, KvHead{0}, slot, Dim{d});
       if (!(o.out[d] == want))
@@ -65,6 +65,9 @@ void assert_row0_is_token(const Case& p, const Spec& s, int top) {
                 ", the top token's value " + hex(want));
     }
   }
+}
+void assert_row0_is_token(const Case& p, const Spec& s, int top) {
+  assert_row0_is_token(p, s, top, s.options());
 }
 
 }  // namespace
@@ -510,6 +513,65 @@ PAGEDATTN_PROPERTY(prop_overflow_window_logits_exact, 60) {
     for (int d = 1; d < D; ++d) p.set_key(blk, KvHead{0}, slot, Dim{d}, 0.0);
   }
   assert_row0_is_token(p, s, top);
+}
+
+// The same window with fp8 keys: the slow path's two ways to apply k_scale. A key element
+// is an fp8 code v times k_scale = 2^60 and q = (2^64, 0, ...), so q.k = v 2^124, past
+// FLT_MAX for v >= 16 and finite below. With vLLM's rounding (round_probabilities: every
+// dequantized key rounded to the scalar type, exactly v 2^60 in f32) the fast path forms
+// q.k first and overflows on window tokens (16 <= v < 0.99 * 16 / scale), and slow_logit
+// scales each dequantized element; with ours the kernels fold k_scale into the logit scale
+// (runner.cuh), no fast-path product overflows, and the same tokens must win. The top token
+// has the largest window code; the others are window tokens with smaller codes (at least
+// one step of the format, 2^122 or more apart in logit) or fast-path tokens (8 <= v < 16),
+// one of each where there are two others. Only round_probabilities is on, so the top's
+// weight is exactly 1 and the output is its value row bit for bit. Catches the slow path
+// dividing by k_scale (mutant attention_phases.cuh:481:55:aor) or dropping it (481:54:scale):
+// window logits fall below the fast tokens'; and multiplying where it should scale down
+// (481:48:aor): window logits saturate to FLT_MAX together and the tie averages values.
+PAGEDATTN_PROPERTY(prop_overflow_window_fp8_keys_exact, 60) {
+  Spec s = overflow_spec();
+  s.logits = LogitShape::uniform;  // scale = 2 / sqrt(head_size)
+  s.cache = *rc::gen::element(CacheFormat::fp8_e4m3, CacheFormat::fp8_e5m2);
+  if (s.head_size % 16 != 0) s.head_size = 128;  // 120: 16 fp8 elements per 16 bytes do not tile
+  s.k_scale = std::ldexp(1.0, 60);
+  s.v_scale = 1;
+  const int L = *rc::gen::inRange(2, 3 * s.block_size + 2);
+  s.seq_lens = {L};
+  Case p = build(s);
+  const int D = s.head_size, top = *rc::gen::inRange(0, L);
+  // The format's values in [8, 128): 2^e (1 + j / 2^mantissa bits).
+  const int mbits = s.cache == CacheFormat::fp8_e4m3 ? 3 : 2;
+  std::vector<double> fast, window;
+  const double cap = 0.99 * 16 / p.scale;  // v 2^124 scale below FLT_MAX = 2^128 (1 - 2^-24)
+  for (int e = 3; e < 7; ++e)
+    for (int j = 0; j < (1 << mbits); ++j) {
+      const double v = std::ldexp(1.0 + j * std::ldexp(1.0, -mbits), e);
+      if (v < 16)
+        fast.push_back(v);
+      else if (v < cap)
+        window.push_back(v);
+    }
+  if (window.size() < 2) RC_FAIL("the window needs two fp8 codes, scale " + hex(p.scale));
+  const std::size_t top_at = *rc::gen::inRange<std::size_t>(1, window.size());
+  const double c = std::ldexp(1.0, 64);
+  p.set_q(0, 0, 0, c);
+  for (int d = 1; d < D; ++d) p.set_q(0, 0, d, 0.0);
+  for (int i = 0; i < L; ++i) {
+    const int t = (top + i) % L;  // i = 1: a fast token, i = 2: a lower window token
+    const bool in_window = i == 2 || (i > 2 && *rc::gen::arbitrary<bool>());
+    const double v = i == 0      ? window[top_at]
+                     : in_window ? window[*rc::gen::inRange<std::size_t>(0, top_at)]
+                                 : fast[*rc::gen::inRange<std::size_t>(0, fast.size())];
+    const auto [blk, slot] = p.where(0, t);
+    if (p.set_key(blk, KvHead{0}, slot, Dim{0}, v * s.k_scale) != v * s.k_scale)
+      RC_FAIL("fp8 key " + hex(v) + " is not a code of " + cache_format_name(s.cache));
+    for (int d = 1; d < D; ++d) p.set_key(blk, KvHead{0}, slot, Dim{d}, 0.0);
+  }
+  Options vllm_rounding = s.options();
+  vllm_rounding.vllm_choices.round_probabilities = true;
+  assert_row0_is_token(p, s, top, vllm_rounding);
+  assert_row0_is_token(p, s, top, s.options());
 }
 
 }  // namespace pagedattn::prop

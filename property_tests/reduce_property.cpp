@@ -296,6 +296,42 @@ PAGEDATTN_PROPERTY(prop_reduce_rare_path, 100) {
   assert_within_reduce_bound(r, rb, st, "reduce's rare path");
 }
 
+// One rule for NaN, in the reduce: a NaN or infinite element of a live partial (finite
+// max and exp-sum, weight s_p e^(m_p - M) > 0) makes the whole output row NaN, not that
+// element alone and never a plausible number. V2 never hands the reduce such a state (a
+// poisoned partition's exp-sum is NaN too, which the fast path's total carries), but the
+// reduce is an operator of its own (paged_attention_reduce) and its rare path is where this
+// is decided: the fold's sum is not finite while the total is, the fold on partials scaled
+// by 2^-64 is still not finite, so the row is poisoned. 1-6 partitions with maxima within 20
+// of each other, the poisoned element anywhere in the row, head sizes 32 to 256 (at 256 a
+// thread holds two rows). Caught, surviving every earlier run of the catalogue: the poison
+// check skipping each thread's first row (mutant reduce_kernel.cuh:143:18:const), which
+// leaves the rest of the row finite.
+PAGEDATTN_PROPERTY(prop_reduce_poisoned_partial_nan_row, 100) {
+  const std::string profile = *gen_profile();
+  const int P = *rc::gen::inRange(1, 7);
+  const int D = *rc::gen::element(32, 64, 128, 256);
+  const double c = static_cast<double>(*rc::gen::inRange(-400, 400)) / 4;
+  test::wrong::States st;
+  st.head_size = D;
+  for (int p = 0; p < P; ++p) {
+    st.m.push_back(c - *rc::gen::inRange(0, 81) / 4.0);
+    st.s.push_back(1 + *rc::gen::inRange(0, 64) / 64.0);
+    for (int d = 0; d < D; ++d)
+      st.o.push_back(static_cast<double>(*rc::gen::inRange(-32768, 32769)) / 1024);
+  }
+  const int bad_p = *rc::gen::inRange(0, P), bad_d = *rc::gen::inRange(0, D);
+  const double poison = *rc::gen::element<double>(NAN, INFINITY, -INFINITY);
+  st.o[static_cast<std::size_t>(bad_p) * D + bad_d] = poison;
+  RC_TAG(bad_d < 128 ? "poison in a thread's first row" : "poison in a thread's second row");
+  const std::vector<double> r = kernel_reducer(profile)(st, DType::f32);
+  for (int d = 0; d < D; ++d)
+    if (!std::isnan(r[d]))
+      RC_FAIL("d " + std::to_string(d) + " is " + std::to_string(r[d]) + ", not NaN: partition " +
+              std::to_string(bad_p) + " holds " + std::to_string(poison) + " at d " +
+              std::to_string(bad_d) + ", states " + show_states(st));
+}
+
 // fold_partitions_softmax on the kernels' reduce: the property above with the emulator's
 // reduce kernel as the reduction.
 PAGEDATTN_PROPERTY(prop_fold_partitions_softmax_reduce, 150) {

@@ -56,13 +56,27 @@ __global__ void __launch_bounds__(kThreadsPerBlock) reduce_kernel(const ReduceAr
 
   if (num_parts <= 1) {  // block-uniform; one partition's state is already the fold
     // Its weight at its own max: s (the output is o as written), 0 when empty, NaN when
-    // poisoned (lse_state.h), so a NaN exp-sum is never dropped.
+    // poisoned (lse_state.h), so a NaN exp-sum is never dropped. A live state with a NaN or
+    // infinite element poisons its whole row, as the fold's rare path below does: one rule
+    // for NaN whatever the partition count.
     float w = 0.f;
     if (num_parts == 1)
       w = LseState<float>{max_logits[0], exp_sums[0]}.weight_at(max_logits[0], FastExp());
-    for (int d = tid; d < hs; d += NUM_THREADS) {
-      const float o = w == 0.f ? 0.f : (w != w ? w : load_tmp<scalar_t>(a, state0 * hs + d));
-      out[d] = Ops::from_float(o);
+    const bool live = w != 0.f && w == w;  // an empty state's tmp_out is never read
+    float o[MAX_ROWS_PER_THREAD];
+    bool bad = false;
+#pragma unroll
+    for (int k = 0; k < MAX_ROWS_PER_THREAD; ++k) {
+      const int d = tid + k * NUM_THREADS;
+      o[k] = live && d < hs ? load_tmp<scalar_t>(a, state0 * hs + d) : 0.f;
+      if (!finite(o[k])) bad = true;
+    }
+    BlockCollective<WARP> coll(shared);
+    const bool poisoned = coll.any(bad) || w != w;
+#pragma unroll
+    for (int k = 0; k < MAX_ROWS_PER_THREAD; ++k) {
+      const int d = tid + k * NUM_THREADS;
+      if (d < hs) out[d] = Ops::from_float(poisoned ? NAN : o[k]);
     }
     return;
   }
