@@ -300,9 +300,10 @@ PAGEDATTN_PROPERTY(prop_reduce_rare_path, 100) {
 // max and exp-sum, weight s_p e^(m_p - M) > 0) makes the whole output row NaN, not that
 // element alone and never a plausible number. V2 never hands the reduce such a state (a
 // poisoned partition's exp-sum is NaN too, which the fast path's total carries), but the
-// reduce is an operator of its own (paged_attention_reduce) and its rare path is where this
-// is decided: the fold's sum is not finite while the total is, the fold on partials scaled
-// by 2^-64 is still not finite, so the row is poisoned. 1-6 partitions with maxima within 20
+// reduce is an operator of its own (paged_attention_reduce). With two or more partitions its
+// rare path decides it (the fold's sum is not finite while the total is, and the fold on
+// partials scaled by 2^-64 is still not finite, so the row is poisoned); with one, the copy
+// path checks the partial's elements itself. 1-6 partitions with maxima within 20
 // of each other, the poisoned element anywhere in the row, head sizes 32 to 256 (at 256 a
 // thread holds two rows). Caught, surviving every earlier run of the catalogue: the poison
 // check skipping each thread's first row (mutant reduce_kernel.cuh:143:18:const), which
