@@ -23,10 +23,14 @@
 
 #include "pagedattn_bound/exp_rn.h"
 
+// The few-instruction operations are forced inline: GCC's heuristics keep them as calls
+// otherwise, and the formula's element part is mostly these calls.
+#define PAGEDATTN_BOUND_INLINE [[gnu::always_inline]] inline
+
 namespace pagedattn::bound {
 
 // The smallest double above x (x itself for +inf and NaN).
-inline double next_up(double x) {
+PAGEDATTN_BOUND_INLINE double next_up(double x) {
   if (!(x < std::numeric_limits<double>::infinity())) return x;  // +inf, NaN
   if (x == 0) return 0x1p-1074;
   std::uint64_t b;
@@ -49,7 +53,7 @@ constexpr double kUnsafeTiny = 0x1p-969;  // below this an fma-recovered error m
 }  // namespace detail
 
 // a + b rounded toward +inf.
-inline double add_up(double a, double b) {
+PAGEDATTN_BOUND_INLINE double add_up(double a, double b) {
   const double s = a + b;
   if (!std::isfinite(s)) return detail::overflow_up(s);
   const double bb = s - a;
@@ -57,7 +61,7 @@ inline double add_up(double a, double b) {
   return err > 0 ? next_up(s) : s;
 }
 // a * b rounded toward +inf.
-inline double mul_up(double a, double b) {
+PAGEDATTN_BOUND_INLINE double mul_up(double a, double b) {
   const double p = a * b;
   if (!std::isfinite(p)) return detail::overflow_up(p);
   if (a == 0 || b == 0) return p;
@@ -65,7 +69,7 @@ inline double mul_up(double a, double b) {
   return std::fma(a, b, -p) > 0 ? next_up(p) : p;  // fma: exactly a b - p
 }
 // a / b rounded toward +inf (b == 0 gives +inf: no finite upper bound).
-inline double div_up(double a, double b) {
+PAGEDATTN_BOUND_INLINE double div_up(double a, double b) {
   if (b == 0)
     return a == 0 ? std::numeric_limits<double>::quiet_NaN()
                   : std::numeric_limits<double>::infinity();
@@ -76,13 +80,13 @@ inline double div_up(double a, double b) {
   const double r = std::fma(-q, b, a);  // exactly a - q b, so a/b - q = r / b
   return (r != 0 && ((r > 0) == (b > 0))) ? next_up(q) : q;
 }
-inline double add_down(double a, double b) {
+PAGEDATTN_BOUND_INLINE double add_down(double a, double b) {
   return -add_up(-a, -b);
 }
-inline double mul_down(double a, double b) {
+PAGEDATTN_BOUND_INLINE double mul_down(double a, double b) {
   return -mul_up(-a, b);
 }
-inline double div_down(double a, double b) {
+PAGEDATTN_BOUND_INLINE double div_down(double a, double b) {
   return -div_up(-a, b);
 }
 
@@ -140,30 +144,47 @@ struct Interval {
   bool point() const { return lo == hi; }
 };
 
-inline Interval operator+(const Interval& a, const Interval& b) {
+PAGEDATTN_BOUND_INLINE Interval operator+(const Interval& a, const Interval& b) {
   return {add_down(a.lo, b.lo), add_up(a.hi, b.hi)};
 }
 inline Interval operator-(const Interval& a) {
   return {-a.hi, -a.lo};
 }
-inline Interval operator-(const Interval& a, const Interval& b) {
+PAGEDATTN_BOUND_INLINE Interval operator-(const Interval& a, const Interval& b) {
   return {add_down(a.lo, -b.hi), add_up(a.hi, -b.lo)};
 }
-inline Interval operator*(const Interval& a, const Interval& b) {
-  if (a.lo >= 0 && b.lo >= 0) return {mul_down(a.lo, b.lo), mul_up(a.hi, b.hi)};
+namespace detail {
+// The products and quotients of intervals with a negative end: every corner.
+inline Interval mul_corners(const Interval& a, const Interval& b) {
   const double lo = std::min(
       {mul_down(a.lo, b.lo), mul_down(a.lo, b.hi), mul_down(a.hi, b.lo), mul_down(a.hi, b.hi)});
   const double hi =
       std::max({mul_up(a.lo, b.lo), mul_up(a.lo, b.hi), mul_up(a.hi, b.lo), mul_up(a.hi, b.hi)});
   return {lo, hi};
 }
-inline Interval operator/(const Interval& a, const Interval& b) {
+inline Interval div_corners(const Interval& a, const Interval& b) {
   const double inf = std::numeric_limits<double>::infinity();
-  if (b.hi < 0) return -(a / -b);
+  if (b.hi < 0) {
+    const Interval nb{-b.hi, -b.lo};
+    const Interval q =
+        a.lo >= 0 ? Interval{div_down(a.lo, nb.hi), div_up(a.hi, nb.lo)} : div_corners(a, nb);
+    return {-q.hi, -q.lo};
+  }
   if (!(b.lo > 0)) return {-inf, inf};  // 0 in the divisor (or NaN): nothing is bounded
-  if (a.lo >= 0) return {div_down(a.lo, b.hi), div_up(a.hi, b.lo)};
   return {std::min(div_down(a.lo, b.lo), div_down(a.lo, b.hi)),
           std::max(div_up(a.hi, b.lo), div_up(a.hi, b.hi))};
+}
+}  // namespace detail
+
+// The bound's terms are almost all nonnegative: that case is two roundings, inlined where
+// the formula is evaluated (formula.h); the rest takes every corner, out of the hot path.
+PAGEDATTN_BOUND_INLINE Interval operator*(const Interval& a, const Interval& b) {
+  if (a.lo >= 0 && b.lo >= 0) return {mul_down(a.lo, b.lo), mul_up(a.hi, b.hi)};
+  return detail::mul_corners(a, b);
+}
+PAGEDATTN_BOUND_INLINE Interval operator/(const Interval& a, const Interval& b) {
+  if (a.lo >= 0 && b.lo > 0) return {div_down(a.lo, b.hi), div_up(a.hi, b.lo)};
+  return detail::div_corners(a, b);
 }
 inline Interval exp(const Interval& a) {
   return {exp_down(a.lo), exp_up(a.hi)};
