@@ -79,12 +79,24 @@ void BM_Mpfr(benchmark::State& st) {
   count(st, o, heads, tokens);
 }
 
+// The exact per-partition states (all MPFR: every m, s and o certified to the nearest double),
+// what the partition-state properties judge tmp_out, exp_sums and max_logits against.
+void BM_Partitions(benchmark::State& st) {
+  const int heads = int(st.range(0)), kvh = int(st.range(1)), tokens = int(st.range(2));
+  Problem pr(heads, kvh, 128, tokens);
+  ref::PartitionStates o;
+  for (auto _ : st) o = ref::reference_partitions(pr.p, int(st.range(3)));
+  st.counters["tok_heads_per_s"] =
+      benchmark::Counter(double(heads) * tokens, benchmark::Counter::kIsIterationInvariantRate);
+}
+
 }  // namespace
 
 // Small sizes, both paths: the ratio of tok_heads_per_s is the fast path's speed-up.
 BENCHMARK(BM_Fast)->Args({8, 8, 1000, int(ref::DType::f16)})->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Mpfr)->Args({8, 8, 1000})->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK(BM_Fast)->Args({32, 8, 4096, int(ref::DType::f16)})->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Partitions)->Args({8, 8, 1000, 256})->Unit(benchmark::kMillisecond);
 // The headline case: 1 sequence, 32 heads, 8 KV heads, head size 128, 100,000 tokens, fp16.
 BENCHMARK(BM_Fast)
     ->Name("BM_Fast_HEADLINE")
