@@ -7,6 +7,8 @@
 #include <limits>
 #include <stdexcept>
 
+#include "pagedattn_testing/judge.h"
+
 namespace pagedattn::audit {
 namespace {
 
@@ -21,8 +23,9 @@ const testing::FormatTraits& output_format(DType t) {
 
 Metrics compute_metrics(DType dtype, const void* out, const std::vector<double>& exact,
                         const std::vector<std::uint32_t>& rounded,
-                        const std::vector<double>* bounds) {
-  if (exact.size() != rounded.size() || (bounds && bounds->size() != exact.size()))
+                        const std::vector<double>* bounds, const std::vector<double>* exact_err) {
+  if (exact.size() != rounded.size() || (bounds && bounds->size() != exact.size()) ||
+      (exact_err && exact_err->size() != exact.size()))
     throw std::invalid_argument("audit: size mismatch");
   const double inf = std::numeric_limits<double>::infinity();
   output_format(dtype);  // an output dtype, or the error naming what it must be
@@ -53,9 +56,12 @@ Metrics compute_metrics(DType dtype, const void* out, const std::vector<double>&
       continue;
     }
     const double err = std::fabs(k - x);
-    if (bounds && err > 0 && !((b > 0 ? err / b : inf) <= *m.err_over_bound)) {
-      m.err_over_bound = b > 0 ? err / b : inf;
-      m.worst_element = static_cast<std::int64_t>(i);
+    if (bounds) {
+      const double r = testing::ratio_over_bound(k, x, exact_err ? (*exact_err)[i] : 0, b);
+      if (r > 0 && !(r <= *m.err_over_bound)) {
+        m.err_over_bound = r;
+        m.worst_element = static_cast<std::int64_t>(i);
+      }
     }
     sum += err;
     m.max_abs_err = std::max(m.max_abs_err, err);

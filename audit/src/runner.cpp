@@ -357,7 +357,8 @@ std::vector<CaseResult> run_inputs(const Config& c, const testing::Case& in, con
     if (r.launched) {
       const std::vector<double> bounds =
           testing::element_bounds(in, magnitudes, bound_cases[i], exact.value, exact.value_err);
-      r.metrics = compute_metrics(in.scalar, outputs[i].data(), exact.value, exact.bits, &bounds);
+      r.metrics = compute_metrics(in.scalar, outputs[i].data(), exact.value, exact.bits, &bounds,
+                                  &exact.value_err);
       if (r.metrics->worst_element >= 0) {
         r.worst_bound = testing::element_bound_parts(
             in, magnitudes, bound_cases[i], exact.value, exact.value_err,

@@ -105,5 +105,23 @@ TEST(Metrics, ExactNanIsCountedApart) {
   EXPECT_EQ(m.exact_nan_mismatch, 1);
 }
 
+// err_over_bound counts the reference's own error (testing::ratio_over_bound): an output
+// 0.25 off a value that is itself within 0.125 of the exact result, against a bound of 0.3,
+// is up to 0.375 off (over the bound), where |out - value| / bound alone reads 0.83.
+TEST(Metrics, ErrOverBoundCountsTheReferenceError) {
+  const auto out = f16_out({1.25f, 1.0f});
+  const std::vector<double> exact = {1.0, 1.0}, bounds = {0.3, 0.3};
+  const std::vector<std::uint32_t> rounded = {float_to_f16_bits(1.0f), float_to_f16_bits(1.0f)};
+  const std::vector<double> err = {0.125, 0.0};
+  const Metrics with = compute_metrics(DType::f16, out.data(), exact, rounded, &bounds, &err);
+  EXPECT_GT(*with.err_over_bound, 1.0);
+  EXPECT_EQ(with.worst_element, 0);
+  const Metrics without = compute_metrics(DType::f16, out.data(), exact, rounded, &bounds);
+  EXPECT_LT(*without.err_over_bound, 1.0);
+  const std::vector<double> short_err = {0.125};
+  EXPECT_THROW(compute_metrics(DType::f16, out.data(), exact, rounded, &bounds, &short_err),
+               std::invalid_argument);
+}
+
 }  // namespace
 }  // namespace pagedattn::audit

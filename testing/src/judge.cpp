@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "pagedattn/resources.h"
+#include "pagedattn_bound/interval.h"
 
 namespace pagedattn::testing {
 
@@ -101,6 +102,14 @@ std::vector<double> element_bounds(const Case& c, const BoundSetup& setup,
   return element_bounds(c, magnitudes(c), setup, exact.value, exact.value_err);
 }
 
+double ratio_over_bound(double got, double value, double value_err, double bound) {
+  const double diff = got >= value ? bound::add_up(got, -value) : bound::add_up(value, -got);
+  if (diff == 0 && value_err <= bound) return 0;
+  const double e = bound::add_up(diff, value_err);  // >= |got - exact|
+  if (e == 0) return 0;
+  return bound > 0 ? bound::div_up(e, bound) : std::numeric_limits<double>::infinity();
+}
+
 std::vector<double> errors_over_bound(const std::vector<double>& got, const ref::Output& want,
                                       const std::vector<double>& bounds) {
   std::vector<double> r(got.size());
@@ -113,8 +122,7 @@ std::vector<double> errors_over_bound(const std::vector<double>& got, const ref:
       // rule on the same inputs): if it does, it fails loudly.
       r[i] = INFINITY;
     } else {
-      const double diff = std::fabs(got[i] - x);
-      r[i] = diff == 0 ? 0 : (b > 0 ? diff / b : INFINITY);
+      r[i] = ratio_over_bound(got[i], x, want.value_err.empty() ? 0 : want.value_err[i], b);
     }
   }
   return r;

@@ -50,5 +50,28 @@ TEST(Judge, VerdictRules) {
   EXPECT_EQ(r[5], INFINITY);  // a NaN bound on a finite exact value fails loudly
 }
 
+// The ratio is never below the true |got - exact| / bound: the reference's own error
+// counts, and the difference is rounded up. Each of these passed (ratio <= 1) when the
+// ratio was |got - value| / bound in round-to-nearest.
+TEST(Judge, RatioCountsTheReferenceErrorAndRoundsUp) {
+  // 0.4 off the reference's value, which is within 0.2 of the exact result: up to 0.6 off.
+  EXPECT_GT(ratio_over_bound(1.4, 1.0, 0.2, 0.5), 1.0);  // was 0.8
+  EXPECT_LE(ratio_over_bound(1.4, 1.0, 0.2, 0.5), 1.2 * (1 + 0x1p-50));
+  // Equal to the reference's value: 0 while its error is within the bound, else that error.
+  EXPECT_EQ(ratio_over_bound(1.0, 1.0, 0.2, 0.5), 0.0);
+  EXPECT_GT(ratio_over_bound(1.0, 1.0, 0.75, 0.5), 1.0);  // was 0
+  // 1 - (-2^-60) = 1 + 2^-60 rounds to 1 in round-to-nearest: exactly at the bound 1, a pass.
+  EXPECT_GT(ratio_over_bound(1.0, -0x1p-60, 0.0, 1.0), 1.0);
+  EXPECT_EQ(ratio_over_bound(1.0, 1.0, 0.0, 0.0), 0.0);           // 0 / 0
+  EXPECT_EQ(ratio_over_bound(1.0, 1.0, 0x1p-60, 0.0), INFINITY);  // an unknown error, no bound
+  // Through errors_over_bound: Output::value_err is read per element.
+  ref::Output ex;
+  ex.value = {1.0, 1.0};
+  ex.value_err = {0.2, 0.0};
+  const std::vector<double> r = errors_over_bound({1.4, 1.4}, ex, {0.5, 0.5});
+  EXPECT_GT(r[0], 1.0);
+  EXPECT_EQ(r[1], (1.4 - 1.0) / 0.5);  // both exact here
+}
+
 }  // namespace
 }  // namespace pagedattn::testing

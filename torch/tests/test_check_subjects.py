@@ -98,3 +98,28 @@ class Subjects(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class RatioCountsTheReferenceError(unittest.TestCase):
+    """The judge's ratio counts the reference's own error, as the C++ judge does
+    (Judge.RatioCountsTheReferenceErrorAndRoundsUp): an output 0.25 off a value known within
+    0.125 of the exact result, against bounds of 0.3, is up to 0.375 off: wrong. Read as
+    |out - value| / bound (0.83) it passed, exact-class."""
+
+    def test_error_of_the_reference_counts(self):
+        shape = (1, 1, 2)
+        exact = torch.ones(shape, dtype=torch.float64)
+        bound = torch.full(shape, 0.3, dtype=torch.float64)
+        out = torch.tensor([[[1.25, 1.0]]], dtype=torch.float32)
+
+        def ref(err):
+            e = torch.tensor([[[err, 0.0]]], dtype=torch.float64)
+            return judging.Reference(exact, e, torch.full(shape, 2.0 ** -23, dtype=torch.float64),
+                                     exact.clone(), {"v1": (bound, bound)})
+
+        self.assertEqual(judging.judge_outputs(out, ref(0.0), "v1").verdict, EXACT)
+        wrong = judging.judge_outputs(out, ref(0.125), "v1")
+        self.assertEqual(wrong.verdict, WRONG)
+        self.assertGreater(wrong.over_ours, 1.0)
+        # Equal to the reference's value, its error within the bound: 0.
+        self.assertEqual(judging.judge_outputs(exact.float(), ref(0.125), "v1").over_ours, 0.0)

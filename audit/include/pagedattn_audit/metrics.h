@@ -33,10 +33,12 @@ using testing::ulp_of;
 
 // `out` holds the kernel's raw output elements (dtype_size(dtype) bytes each); `exact`
 // and `rounded` the reference's value (error far below an output ulp) and its correctly
-// rounded output bits; `bounds` (may be null) each element's proven error bound. Sizes
-// must agree.
+// rounded output bits; `bounds` (may be null) each element's proven error bound, and
+// `exact_err` (may be null: 0) the reference's rigorous error of `exact`, which
+// err_over_bound counts (testing::ratio_over_bound). Sizes must agree.
 Metrics compute_metrics(DType dtype, const void* out, const std::vector<double>& exact,
                         const std::vector<std::uint32_t>& rounded,
-                        const std::vector<double>* bounds = nullptr);
+                        const std::vector<double>* bounds = nullptr,
+                        const std::vector<double>* exact_err = nullptr);
 
 }  // namespace pagedattn::audit

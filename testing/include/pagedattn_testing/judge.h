@@ -64,7 +64,16 @@ bound::Bound element_bound_parts(const Case& c, const Magnitudes& m, const Bound
                                  const std::vector<double>& exact,
                                  const std::vector<double>& exact_err, std::size_t j);
 
-// max over elements of |got - exact| / bound: 0/0 counts 0; any other error over a zero
+// |got - exact| / bound for a finite `got` and a finite exact result that the reference
+// knows as `value` within `value_err` (ref::Output::value_err, rigorous), never below the
+// true ratio: the difference, plus value_err, over the bound, each rounded toward +inf
+// (pagedattn_bound/interval.h). An output equal to the reference's value counts 0 when
+// value_err is within the bound (its true ratio is then at most value_err / bound <= 1,
+// which passes every verdict; otherwise it counts that ratio); an error over a zero bound
+// counts +inf. The one rule of every verdict here and of the audit's err_over_bound.
+double ratio_over_bound(double got, double value, double value_err, double bound);
+
+// max over elements of ratio_over_bound: 0/0 counts 0; any other error over a zero
 // bound, a non-finite `got` where the exact value is finite, and a finite `got` where it
 // is NaN, count +inf (a NaN `got` where the exact value is NaN counts 0).
 struct Verdict {

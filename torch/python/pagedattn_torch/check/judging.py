@@ -49,6 +49,7 @@ class Verdict:
 @dataclasses.dataclass
 class Reference:
     exact: torch.Tensor      # float64 [S, H, D]
+    exact_err: torch.Tensor  # |exact - the exact result| <= this (the reference's own bound)
     ulp: torch.Tensor
     rounded: torch.Tensor    # the exact output rounded to the output dtype, as float64
     bounds: dict             # version -> (ours, vllm), float64 [S, H, D]
@@ -56,7 +57,7 @@ class Reference:
 
 def reference(case, profile):
     """The exact output and both bounds for V1 and for V2 at 512-token partitions."""
-    exact, _err, ulp, bits, bounds = torch.ops.pagedattn.judge(
+    exact, exact_err, ulp, bits, bounds = torch.ops.pagedattn.judge(
         case.query, case.key_cache, case.value_cache, case.num_kv_heads, case.scale,
         case.block_tables, case.seq_lens, case.block_size, case.alibi_slopes,
         case.kv_cache_dtype, case.k_scale, case.v_scale, [0, cases_mod.PARTITION_SIZE], profile)
@@ -67,8 +68,8 @@ def reference(case, profile):
     else:
         rounded = torch.where(rounded >= 2 ** 31, rounded - 2 ** 32, rounded)
     rounded = rounded.to(width).view(case.dtype).double()
-    return Reference(exact, ulp, rounded, {"v1": (bounds[0, 0], bounds[0, 1]),
-                                           "v2": (bounds[1, 0], bounds[1, 1])})
+    return Reference(exact, exact_err, ulp, rounded, {"v1": (bounds[0, 0], bounds[0, 1]),
+                                                      "v2": (bounds[1, 0], bounds[1, 1])})
 
 
 def _guarded(shape, dtype, device, fill):
@@ -172,11 +173,22 @@ def judge_outputs(out, ref, version):
         | (overflowed & (got != ref.rounded))
     diff = torch.where(nan_required | overflowed, torch.zeros_like(got), (got - exact).abs())
     diff = torch.where(torch.isnan(diff), torch.full_like(diff, math.inf), diff)
+    zero, inf = torch.zeros_like(diff), torch.full_like(diff, math.inf)
+    # The ratio is never below the true |got - exact result| / bound, as in C++
+    # (testing::ratio_over_bound, testing/include/pagedattn_testing/judge.h): the reference's
+    # own error counts, and each rounded step moves to the next double up.
+    err = torch.where(nan_required | overflowed, zero,
+                      torch.where(torch.isnan(ref.exact_err), inf, ref.exact_err))
+    diff_up = torch.where(diff > 0, torch.nextafter(diff, inf), diff)
+    e = torch.where(err > 0, torch.nextafter(diff_up + err, inf), diff_up)
 
     def over(bound):
-        b = torch.where(torch.isnan(bound), torch.zeros_like(bound), bound)
-        r = torch.where(diff == 0, torch.zeros_like(diff), diff / b)
-        return torch.where(bad_nan, torch.full_like(r, math.inf), r)
+        b = torch.where(torch.isnan(bound), zero, bound)
+        # Equal to the reference's value with its error within the bound: 0 (at most
+        # err / b <= 1 off the exact result). e / 0 is inf for e > 0.
+        r = torch.where((diff == 0) & (err <= b), zero,
+                        torch.where(e == 0, zero, torch.nextafter(e / b, inf)))
+        return torch.where(bad_nan, inf, r)
 
     r_ours, r_vllm = over(ours), over(vllm)
     ulps = torch.where(bad_nan, torch.full_like(diff, math.inf), diff / ref.ulp)
