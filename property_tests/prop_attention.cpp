@@ -11,6 +11,7 @@
 #include "exact_fold.h"
 #include "generators.h"
 #include "pagedattn/lse_state.h"
+#include "pagedattn_bound/interval.h"
 #include "pagedattn_bound/state_bounds.h"
 #include "registry.h"
 
@@ -159,7 +160,8 @@ PAGEDATTN_PROPERTY(prop_fold_partitions_softmax, 150) {
           bound::ElementMagnitudes m = el[d];
           m.abs_exact = std::fabs(want) * (1 + 0x1p-52);  // rp.o is the nearest double
           const double b = bound::element_bound(v1_row, m).fp32;
-          const double r = got == want ? 0 : std::fabs(got - want) / b;
+          // rp.o is the nearest double: within half an ulp, 2^-53 |want|, of the exact o.
+          const double r = testing::ratio_over_bound(got, want, 0x1p-53 * std::fabs(want), b);
           observe(r, "partition state o");
           if (!(r <= 1)) {
             RC_FAIL("partition " + std::to_string(j) + " o[" + std::to_string(d) + "] " +
@@ -176,9 +178,9 @@ PAGEDATTN_PROPERTY(prop_fold_partitions_softmax, 150) {
         const std::size_t i = row * D + d;
         const double want = judge.exact_output().value[i];
         if (std::isnan(want)) continue;  // a non-finite input: prop_nan_propagation_live's
-        const double bound = rb[i] + tree_fold_slack(st, f[d]);
-        const double err = std::fabs(f[d] - want);
-        const double r = err == 0 ? 0 : err / bound;
+        const double bound = bound::add_up(rb[i], tree_fold_slack(st, f[d]));
+        const double r =
+            testing::ratio_over_bound(f[d], want, judge.exact_output().value_err[i], bound);
         observe(r, "tree fold");
         if (!(r <= 1)) {
           RC_FAIL("tree fold row " + std::to_string(row) + " d " + std::to_string(d) + ": " +
