@@ -162,8 +162,9 @@ Split split(double v) {
 }
 
 // rop = RN(w v), what mpfr_mul_d gives, without its temporary 53-bit operand: RN(w m) scaled
-// by 2^e is RN(w m 2^e), the scaling exact within MPFR's exponent range (here |w v| is within
-// 2^-1600000 .. 2^1200). A zero v keeps mpfr_mul_d for the sign of the zero product.
+// by 2^e is RN(w m 2^e), the scaling exact within MPFR's exponent range (here |w v| is
+// within 2^-1600000 .. 2^145: w <= 1, |v| < 2^145 as above). A zero v keeps mpfr_mul_d for
+// the sign of the zero product.
 void mul_split(mpfr_t rop, mpfr_srcptr w, double v, const Split& s) {
   if (s.m == 0) {
     mpfr_mul_d(rop, w, v, MPFR_RNDN);
