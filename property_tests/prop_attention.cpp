@@ -139,11 +139,14 @@ PAGEDATTN_PROPERTY(prop_fold_partitions_softmax, 150) {
         // nearest doubles: half an ulp more).
         const bound::PartitionStateBound sb = bound::partition_state_bound(v1_config, mag);
         const double m_ex = rp.m[ri], s_ex = rp.s[ri];
-        const double m_r =
-            std::fabs(o.max_logits[i] - m_ex) / (sb.max_logit + 0x1p-53 * std::fabs(m_ex));
-        const double s_r =
-            std::fabs(o.exp_sums[i] - s_ex) /
-            (sb.exp_sum_rel * s_ex * (1 + 0x1p-52) + sb.exp_sum_abs + 0x1p-53 * s_ex);
+        // Their half ulps count against the bound, not in it (ratio_over_bound): the true
+        // error is at most the distance to the nearest double plus that half ulp. The
+        // exp-sum's relative term is of the exact s, at most s_ex (1 + 2^-52).
+        const double m_r = testing::ratio_over_bound(o.max_logits[i], m_ex,
+                                                     0x1p-53 * std::fabs(m_ex), sb.max_logit);
+        const double s_bound = bound::add_up(
+            bound::mul_up(bound::mul_up(sb.exp_sum_rel, s_ex), 1 + 0x1p-52), sb.exp_sum_abs);
+        const double s_r = testing::ratio_over_bound(o.exp_sums[i], s_ex, 0x1p-53 * s_ex, s_bound);
         observe(m_r, "partition state m");
         observe(s_r, "partition state s");
         if (!(m_r <= 1) || !(s_r <= 1)) {
