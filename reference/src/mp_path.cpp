@@ -150,7 +150,7 @@ bool certify(mpfr_srcptr y, mpfr_srcptr e, const Format& f, double* r) {
   return true;
 }
 
-// A double as m 2^e with an integer |m| < 2^53 (m = 0 for a zero).
+// A finite double as m 2^e with an integer |m| < 2^53 (m = 0 for a zero).
 struct Split {
   long m = 0;
   long e = 0;
@@ -227,7 +227,7 @@ MpHead mp_head(const View& v, int s, int h, int t0, int t1, const std::vector<in
     for (int j = 0; j < nd; ++j) {
       const size_t o = size_t(i - t0) * nd + j;
       V[o] = row[dims[j]];
-      VS[o] = split(V[o]);
+      VS[o] = std::isfinite(V[o]) ? split(V[o]) : Split{};  // a non-finite row ends below
     }
   }
   if (!finite) {
