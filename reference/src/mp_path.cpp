@@ -150,28 +150,19 @@ bool certify(mpfr_srcptr y, mpfr_srcptr e, const Format& f, double* r) {
   return true;
 }
 
-// A finite double as m 2^e with an integer |m| < 2^53 (m = 0 for a zero).
-struct Split {
-  long m = 0;
-  long e = 0;
-};
-Split split(double v) {
-  int e = 0;
-  const double f = std::frexp(v, &e);  // v = f 2^e, 1/2 <= |f| < 1 (or 0)
-  return {static_cast<long>(std::ldexp(f, 53)), static_cast<long>(e) - 53};
-}
-
-// rop = RN(w v), what mpfr_mul_d gives, without its temporary 53-bit operand: RN(w m) scaled
-// by 2^e is RN(w m 2^e), the scaling exact within MPFR's exponent range (here |w v| is
-// within 2^-1600000 .. 2^145: w <= 1, |v| < 2^145 as above). A zero v keeps mpfr_mul_d for
-// the sign of the zero product.
-void mul_split(mpfr_t rop, mpfr_srcptr w, double v, const Split& s) {
-  if (s.m == 0) {
+// rop = RN(w v), what mpfr_mul_d gives, without its temporary 53-bit operand: v = m 2^e with
+// an integer |m| < 2^53, and RN(w m) scaled by 2^e is RN(w m 2^e), the scaling exact within
+// MPFR's exponent range (here |w v| is within 2^-1600000 .. 2^145: w <= 1, |v| < 2^145 as
+// above). v is finite; a zero keeps mpfr_mul_d for the sign of the zero product.
+void mul_exact_double(mpfr_t rop, mpfr_srcptr w, double v) {
+  if (v == 0) {
     mpfr_mul_d(rop, w, v, MPFR_RNDN);
     return;
   }
-  mpfr_mul_si(rop, w, s.m, MPFR_RNDN);
-  mpfr_mul_2si(rop, rop, s.e, MPFR_RNDN);
+  int e = 0;
+  const double f = std::frexp(v, &e);  // v = f 2^e, 1/2 <= |f| < 1
+  mpfr_mul_si(rop, w, static_cast<long>(std::ldexp(f, 53)), MPFR_RNDN);
+  mpfr_mul_2si(rop, rop, static_cast<long>(e) - 53, MPFR_RNDN);
 }
 
 // Bound arithmetic, rounding upward (64 bits is ample for bounds).
@@ -220,15 +211,10 @@ MpHead mp_head(const View& v, int s, int h, int t0, int t1, const std::vector<in
   // Values: the rows are needed repeatedly; keep the requested dims as doubles.
   const int nd = int(dims.size());
   std::vector<double> V(size_t(n) * nd);
-  std::vector<Split> VS(V.size());
   for (int i = t0; i < t1 && finite; ++i) {
     v.value(s, g, i, row.data());
     for (int d = 0; d < hs; ++d) finite = finite && std::isfinite(row[d]);
-    for (int j = 0; j < nd; ++j) {
-      const size_t o = size_t(i - t0) * nd + j;
-      V[o] = row[dims[j]];
-      VS[o] = std::isfinite(V[o]) ? split(V[o]) : Split{};  // a non-finite row ends below
-    }
+    for (int j = 0; j < nd; ++j) V[size_t(i - t0) * nd + j] = row[dims[j]];
   }
   if (!finite) {
     res.nan = true;
@@ -295,7 +281,7 @@ MpHead mp_head(const View& v, int s, int h, int t0, int t1, const std::vector<in
       mpfr_set_zero(N, 1);
       mpfr_set_zero(T, 1);
       for (int i = 0; i < n; ++i) {
-        mul_split(pr, w[i], V[size_t(i) * nd + j], VS[size_t(i) * nd + j]);
+        mul_exact_double(pr, w[i], V[size_t(i) * nd + j]);  // V finite here
         mpfr_add(N, N, pr, MPFR_RNDN);
         mpfr_abs(pr, pr, MPFR_RNDN);  // exact
         mpfr_add(T, T, pr, MPFR_RNDU);

@@ -103,6 +103,7 @@ std::vector<double> element_bounds(const Case& c, const BoundSetup& setup,
 }
 
 double ratio_over_bound(double got, double value, double value_err, double bound) {
+  if (std::isnan(value_err)) return std::numeric_limits<double>::infinity();  // no known error
   const double diff = got >= value ? bound::add_up(got, -value) : bound::add_up(value, -got);
   if (diff == 0 && value_err <= bound) return 0;
   const double e = bound::add_up(diff, value_err);  // >= |got - exact|

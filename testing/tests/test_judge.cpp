@@ -64,6 +64,7 @@ TEST(Judge, RatioCountsTheReferenceErrorAndRoundsUp) {
   EXPECT_GT(ratio_over_bound(1.0, -0x1p-60, 0.0, 1.0), 1.0);
   EXPECT_EQ(ratio_over_bound(1.0, 1.0, 0.0, 0.0), 0.0);           // 0 / 0
   EXPECT_EQ(ratio_over_bound(1.0, 1.0, 0x1p-60, 0.0), INFINITY);  // an unknown error, no bound
+  EXPECT_EQ(ratio_over_bound(1.0, 1.0, NAN, 0.5), INFINITY);      // the reference knows no error
   // Through errors_over_bound: Output::value_err is read per element.
   ref::Output ex;
   ex.value = {1.0, 1.0};

@@ -96,10 +96,6 @@ class Subjects(unittest.TestCase):
             self.assertTrue(torch.allclose(out, reference(vc), atol=atol, rtol=rtol))
 
 
-if __name__ == "__main__":
-    unittest.main()
-
-
 class RatioCountsTheReferenceError(unittest.TestCase):
     """The judge's ratio counts the reference's own error, as the C++ judge does
     (Judge.RatioCountsTheReferenceErrorAndRoundsUp): an output 0.25 off a value known within
@@ -123,3 +119,7 @@ class RatioCountsTheReferenceError(unittest.TestCase):
         self.assertGreater(wrong.over_ours, 1.0)
         # Equal to the reference's value, its error within the bound: 0.
         self.assertEqual(judging.judge_outputs(exact.float(), ref(0.125), "v1").over_ours, 0.0)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -69,8 +69,9 @@ bound::Bound element_bound_parts(const Case& c, const Magnitudes& m, const Bound
 // true ratio: the difference, plus value_err, over the bound, each rounded toward +inf
 // (pagedattn_bound/interval.h). An output equal to the reference's value counts 0 when
 // value_err is within the bound (its true ratio is then at most value_err / bound <= 1,
-// which passes every verdict; otherwise it counts that ratio); an error over a zero bound
-// counts +inf. The one rule of every verdict here and of the audit's err_over_bound.
+// which passes every verdict; otherwise it counts that ratio); an error over a zero bound,
+// and a NaN value_err, count +inf. The one rule of every verdict here and of the audit's
+// err_over_bound.
 double ratio_over_bound(double got, double value, double value_err, double bound);
 
 // max over elements of ratio_over_bound: 0/0 counts 0; any other error over a zero

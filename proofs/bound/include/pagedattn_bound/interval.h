@@ -153,6 +153,8 @@ inline Interval operator-(const Interval& a) {
 PAGEDATTN_BOUND_INLINE Interval operator-(const Interval& a, const Interval& b) {
   return {add_down(a.lo, -b.hi), add_up(a.hi, -b.lo)};
 }
+PAGEDATTN_BOUND_INLINE Interval operator/(const Interval& a, const Interval& b);
+
 namespace detail {
 // The products and quotients of intervals with a negative end: every corner.
 inline Interval mul_corners(const Interval& a, const Interval& b) {
@@ -164,12 +166,7 @@ inline Interval mul_corners(const Interval& a, const Interval& b) {
 }
 inline Interval div_corners(const Interval& a, const Interval& b) {
   const double inf = std::numeric_limits<double>::infinity();
-  if (b.hi < 0) {
-    const Interval nb{-b.hi, -b.lo};
-    const Interval q =
-        a.lo >= 0 ? Interval{div_down(a.lo, nb.hi), div_up(a.hi, nb.lo)} : div_corners(a, nb);
-    return {-q.hi, -q.lo};
-  }
+  if (b.hi < 0) return -(a / -b);
   if (!(b.lo > 0)) return {-inf, inf};  // 0 in the divisor (or NaN): nothing is bounded
   return {std::min(div_down(a.lo, b.lo), div_down(a.lo, b.hi)),
           std::max(div_up(a.hi, b.lo), div_up(a.hi, b.hi))};
