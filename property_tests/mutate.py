@@ -11,7 +11,7 @@ and runs through up to three stages, cheapest first, stopping at the first kill:
      when that instantiation's object file is byte-identical to the unmutated one (the
      mutant does not change its code).
   2. all: every instantiation (f32/f16/bf16 x warp 32/64, each with its own and the fp8
-     caches, and the grouped f16/bf16 ones) is rebuilt from the mutated sources (pagedattn_mutant_props_all: the program
+     caches, and the grouped ones) is rebuilt from the mutated sources (pagedattn_mutant_props_all: the program
      built entirely from them) and the whole suite runs, every dtype and both profiles
      (warp 32 on h200, warp 64 on bi-v100). Which instantiations the mutant changed is read
      off their object files; when no object built from the mutated copy differs from the

@@ -143,6 +143,14 @@ printf '%s\n' "${targets[@]}" >"$stage/torch/lib/targets.txt"
 for l in "$stage"/lib/libboost_context* "$stage"/lib/libmpfr* "$stage"/lib/libgmp*; do
   [ -e "$l" ] && cp "$l" "$stage/torch/lib/"
 done
+# The CUDA kernels' shared library (kernels/CMakeLists.txt, pagedattn_cuda_kernels), which
+# the archive's CUDA executor calls: a link to lib/'s copy, debug sections stripped there
+# (its fatbins are most of the bundle; two copies would not fit the device tool's 64 MB).
+for l in "$stage"/lib/libpagedattn_*.so*; do
+  [ -e "$l" ] || continue
+  objcopy --strip-debug "$l"
+  ln -s "../../lib/$(basename "$l")" "$stage/torch/lib/$(basename "$l")"
+done
 # The runtime libraries the archive's objects need besides torch's own (found by soname
 # on the machine if the folder lacks them).
 for n in boost_context mpfr gmp; do

@@ -159,11 +159,10 @@ int run_limits(const Settings& s) {
               << g.dynamic_smem_bytes << " bytes";
   }
   std::cout << " (" << 4 * slice
-            << " bytes per head)\n  built for f16/bf16 (and their fp8 "
-               "caches), head sizes "
-            << pagedattn::list_text(pagedattn::GroupedHeadSizeList{}) << ", block size "
+            << " bytes per head)\n  built for f32/f16/bf16 (and their fp8 caches), head sizes "
+            << pagedattn::list_text(pagedattn::GroupedHeadSizeList{}) << ", block sizes "
             << pagedattn::list_text(pagedattn::GroupedBlockSizeList{})
-            << "; elsewhere Options::grouped runs the per-head kernels";
+            << "; with one query head per KV head Options::grouped runs the per-head kernels";
   w.num_kv_heads = 8;
   w.num_heads = 32;
   if (const char* why = pagedattn::grouped_fallback_reason(w))

@@ -97,8 +97,8 @@ Run setup(CLI::App& app) {
   app.add_flag("--grouped", s->grouped,
                "the grouped kernels (Options::grouped: one thread block serves the query\n"
                "heads of one KV head, reading each KV element once for them; the same\n"
-               "outputs bit for bit); where a shape has none, the per-head kernels, and\n"
-               "the run says why");
+               "outputs bit for bit); where no KV read is shared (one query head per KV\n"
+               "head), the per-head kernels, and the run says why");
   app.add_flag("--bf16", s->bf16, "'<u2' arrays are bfloat16 bits");
   app.add_flag("--strict", s->strict, "exit 1 when there is a non-finite finding");
   return [s] {

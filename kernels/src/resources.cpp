@@ -39,11 +39,6 @@ LaunchResources grouped(Kernel k, int warp_size, const Workload& w, std::int64_t
 const char* grouped_fallback_reason(const Workload& w) {
   if (w.num_kv_heads <= 0 || w.num_heads <= w.num_kv_heads)
     return "one query head per KV head: no KV read to share";
-  if (w.io_elem_bytes != 2) return "grouped kernels are built for f16 and bf16 queries only";
-  if (!GroupedHeadSizeList::contains(w.head_size))
-    return "grouped kernels are built for head sizes 64, 128, 256 only";
-  if (!GroupedBlockSizeList::contains(w.block_size))
-    return "grouped kernels are built for block size 16 only";
   return nullptr;
 }
 

@@ -17,9 +17,8 @@ struct Target {
   std::string (*detail)(cudaError_t) = nullptr;  // the executor's own words for an error
 };
 
-// Grouped only where it changes something (more than one query head per block) and is
-// built (resources.h, grouped_launch_fallback_reason); elsewhere the per-head kernels,
-// same bits.
+// Grouped only where it changes something (more than one query head per block:
+// resources.h, grouped_launch_fallback_reason); elsewhere the per-head kernels, same bits.
 inline bool launches_grouped(const AttentionParams& p, int warp_size) {
   return p.grouped && grouped_launch_fallback_reason(p.kernel, warp_size, p.workload()) == nullptr;
 }
@@ -82,11 +81,8 @@ LaunchResult attention_for_warp(const AttentionParams& p, const AttnArgs& a, dim
                                 std::size_t smem, const Device& dev) {
   const bool fp8 = p.cache != CacheFormat::same;
   switch (p.scalar) {
-    case DType::f32:  // no grouped f32 instantiations (supported.h): launches_grouped is false
-      if constexpr (GROUPED)
-        return {cudaErrorInvalidValue, LaunchStage::launch};
-      else
-        return launch_attention<float, WARP, false>(a, p.head_size, p.block_size, fp8, grid, smem,
+    case DType::f32:
+      return launch_attention<float, WARP, GROUPED>(a, p.head_size, p.block_size, fp8, grid, smem,
                                                     dev);
     case DType::f16:
       return launch_attention<__half, WARP, GROUPED>(a, p.head_size, p.block_size, fp8, grid, smem,

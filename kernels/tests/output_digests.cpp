@@ -15,10 +15,9 @@
 // With --grouped (ctest kernels.output_digests_grouped) the grid's 2 query heads per KV
 // head run in one block of grouped_attention_kernel.cuh and every digest must equal the
 // ungrouped kernel's committed one: the grouped kernels are bit-identical to today's on
-// the grid's settings at the grouped shapes (f16/bf16, head 64/128/256, block 16: supported.h),
-// with every cache, numerics, partition size, ALiBi, rare path and both warp widths; the
-// other settings run the per-head kernels (grouped_fallback_reason), and the count of
-// grouped runs is printed (other GQA ratios: kernels/tests/test_grouped.cpp).
+// every setting of the grid (every dtype, cache, head and block size, numerics, partition
+// size, ALiBi, rare path and both warp widths); the count of grouped runs is printed
+// (other GQA ratios: kernels/tests/test_grouped.cpp).
 //
 // The inputs come from digest_grid.cpp alone (a fixed integer generator, no <random>
 // distributions, whose results the standard leaves to the library), so the digests move
@@ -97,6 +96,13 @@ int main(int argc, char** argv) {
                 differ, argv[2]);
     if (want.size() != n) {
       std::printf("the file lists %zu runs, the grid has %zu\n", want.size(), n);
+      return 1;
+    }
+    // Every shape has grouped kernels (supported.h) and the grid's sequences share KV heads
+    // two by two: a run that stays per head means a shape without them.
+    if (grouped && grouped_runs != n) {
+      std::printf("%zu runs stayed on the per-head kernels: every shape has grouped ones\n",
+                  n - grouped_runs);
       return 1;
     }
   }

@@ -37,14 +37,23 @@ std::string attention_kernels(const Case& c, Kernel k, const std::string& profil
 // Wrong variants caught: any per-head difference of the grouped arithmetic (e.g. a spare
 // slot that writes, a head's dest or slope taken from its neighbour, the last block of an
 // uneven split serving too many heads), and Options::grouped not reaching the launch.
+// Ratios 2..16 at head size 128; every other head size at two ratios (one block's worth
+// and an uneven split past group_max_heads); the dtype, block size and cache rotate so
+// every dtype, block size and cache kind meets G = 8 and G = 4 (head sizes above 128).
 TEST(Grouped, BitIdenticalToPerHeadKernelsOverRatios) {
-  int runs = 0;
-  for (int ratio = 2; ratio <= 16; ++ratio) {
-    for (int hs : {64, 128, 256}) {
-      if (hs != 128 && ratio % 3 != 1) continue;  // 2..16 at 128; 4, 7, 10, 13, 16 else
+  const DType dtypes[] = {DType::f16, DType::bf16, DType::f32};
+  const CacheFormat caches[] = {CacheFormat::same, CacheFormat::fp8_e4m3, CacheFormat::same,
+                                CacheFormat::fp8_e5m2};
+  int runs = 0, shapes = 0;
+  for (int hs : kHeadSizes) {
+    for (int ratio = 2; ratio <= 16; ++ratio) {
+      if (hs != 128 && ratio != 3 + hs % 5 && ratio != 9 + hs % 7) continue;
       UniformSpec s;
-      s.scalar = ratio % 2 ? DType::bf16 : DType::f16;
-      s.cache = ratio % 4 == 3 ? CacheFormat::fp8_e4m3 : CacheFormat::same;
+      s.scalar = dtypes[(ratio + hs / 8) % 3];
+      s.block_size = kBlockSizes[(ratio + hs / 16) % 3];
+      s.cache = caches[(ratio + hs / 8) % 4];
+      // fp8 keys come in 16-element chunks: head size 120 has no fp8 instantiation.
+      if (hs % 16 != 0) s.cache = CacheFormat::same;
       s.head_size = hs;
       s.num_kv_heads = 2;
       s.num_heads = 2 * ratio;
@@ -52,6 +61,7 @@ TEST(Grouped, BitIdenticalToPerHeadKernelsOverRatios) {
       s.alibi = ratio % 5 == 0;
       s.seed = 100 + ratio * 7 + hs;
       const Judge judge(uniform_case(s));
+      ++shapes;
       for (const char* profile : {"h200", "bi-v100"}) {
         for (Kernel k : {Kernel::v1, Kernel::v2}) {
           Options o;
@@ -61,7 +71,9 @@ TEST(Grouped, BitIdenticalToPerHeadKernelsOverRatios) {
           o.grouped = true;
           const std::string names = attention_kernels(judge.input(), k, profile, o, &grouped);
           const std::string what = "ratio " + std::to_string(ratio) + " head " +
-                                   std::to_string(hs) + " " + profile + " " + kernel_name(k);
+                                   std::to_string(hs) + " block " + std::to_string(s.block_size) +
+                                   " " + dtype_name(s.scalar) + " " + profile + " " +
+                                   kernel_name(k);
           EXPECT_NE(names.find("grouped_attention_kernel"), std::string::npos) << what;
           EXPECT_EQ(grouped.out_bytes, plain.out_bytes) << what;
           EXPECT_EQ(grouped.exp_sums, plain.exp_sums) << what;
@@ -74,7 +86,8 @@ TEST(Grouped, BitIdenticalToPerHeadKernelsOverRatios) {
       }
     }
   }
-  EXPECT_EQ(runs, 4 * (15 + 2 * 5));
+  EXPECT_EQ(shapes, 15 + 2 * (HeadSizeList::size - 1));
+  EXPECT_EQ(runs, 4 * shapes);
 }
 
 // Every supported head size, both warp widths, every partition size (multiples of 16 and
@@ -138,46 +151,59 @@ TEST(Grouped, OneHeadPerBlockRunsThePerHeadKernelUpToV1sLimit) {
   EXPECT_EQ(grouped.out_bytes, plain.out_bytes);
 }
 
-// Outside the grouped shapes (supported.h) Options::grouped runs the per-head kernels, and
-// grouped_fallback_reason says why. Caught: a shape that claims grouped but has no grouped
-// instantiation (the launch would be refused), or a fallback that launches grouped anyway.
-TEST(Grouped, FallsBackToPerHeadKernelsOutsideTheGroupedShapes) {
-  struct Shape {
-    DType scalar;
-    int head_size, block_size;
-    const char* reason;  // a word of grouped_fallback_reason's answer
-  };
-  for (const Shape& sh :
-       {Shape{DType::f32, 128, 16, "f16 and bf16"}, Shape{DType::f16, 96, 16, "head sizes"},
-        Shape{DType::bf16, 128, 32, "block size"}}) {
-    UniformSpec s;
-    s.scalar = sh.scalar;
-    s.head_size = sh.head_size;
-    s.block_size = sh.block_size;
-    s.num_kv_heads = 2;
-    s.num_heads = 8;
-    s.seq_lens = {70, 5};
-    const Case c = uniform_case(s);
-    Workload w;
-    w.num_heads = 8;
-    w.num_kv_heads = 2;
-    w.head_size = sh.head_size;
-    w.block_size = sh.block_size;
-    w.io_elem_bytes = static_cast<int>(dtype_size(sh.scalar));
-    const char* why = grouped_fallback_reason(w);
-    ASSERT_NE(why, nullptr);
-    EXPECT_NE(std::string(why).find(sh.reason), std::string::npos) << why;
-    Options o;
-    o.grouped = true;
-    Outputs out;
-    const std::string names = attention_kernels(c, Kernel::v2, "bi-v100", o, &out);
-    EXPECT_EQ(names.find("grouped_attention_kernel"), std::string::npos) << names;
-    EXPECT_NE(names.find("attention_kernel"), std::string::npos) << names;
-  }
-  Workload w;  // the headline: 32 over 8 heads, 128, f16, block 16
-  EXPECT_EQ(grouped_fallback_reason(w), nullptr);
-  w.num_kv_heads = w.num_heads;
-  EXPECT_NE(grouped_fallback_reason(w), nullptr);
+// The grouped kernels are built for every supported shape (supported.h): grouped_fallback_
+// reason names only one query head per KV head, and there Options::grouped runs the
+// per-head kernels. Caught: a shape that claims grouped but has no grouped instantiation
+// (dispatch refuses the launch: every (dtype, cache, head, block) is launched here), or a
+// ratio-1 launch that runs grouped anyway.
+TEST(Grouped, EveryShapeHasGroupedKernelsAndRatioOneFallsBack) {
+  int launched = 0;
+  for (DType dt : {DType::f32, DType::f16, DType::bf16})
+    for (int hs : kHeadSizes)
+      for (int bs : kBlockSizes)
+        for (CacheFormat cf : {CacheFormat::same, CacheFormat::fp8_e4m3}) {
+          if (cf != CacheFormat::same && hs % 16 != 0) continue;  // no fp8 at head size 120
+          Workload w;
+          w.num_heads = 8;
+          w.num_kv_heads = 2;
+          w.head_size = hs;
+          w.block_size = bs;
+          w.io_elem_bytes = static_cast<int>(dtype_size(dt));
+          ASSERT_EQ(grouped_fallback_reason(w), nullptr) << hs << " " << bs;
+          w.num_kv_heads = 8;
+          const char* why = grouped_fallback_reason(w);
+          ASSERT_NE(why, nullptr);
+          EXPECT_NE(std::string(why).find("one query head"), std::string::npos) << why;
+          UniformSpec s;
+          s.scalar = dt;
+          s.cache = cf;
+          s.head_size = hs;
+          s.block_size = bs;
+          s.num_kv_heads = 1;
+          s.num_heads = 2;
+          s.seq_lens = {9};
+          s.seed = 7 + hs + bs;
+          const Case c = uniform_case(s);
+          Options o;
+          o.grouped = true;
+          Outputs out;
+          const std::string what = std::string(dtype_name(dt)) + " head " + std::to_string(hs) +
+                                   " block " + std::to_string(bs) + " " + cache_format_name(cf);
+          const std::string names = attention_kernels(c, Kernel::v2, "h200", o, &out);
+          EXPECT_NE(names.find("grouped_attention_kernel"), std::string::npos) << what << names;
+          ++launched;
+        }
+  EXPECT_EQ(launched, 3 * 3 * (2 * HeadSizeList::size - 1));
+  UniformSpec s;  // ratio 1: the per-head kernel
+  s.num_kv_heads = 2;
+  s.num_heads = 2;
+  s.seq_lens = {70, 5};
+  Options o;
+  o.grouped = true;
+  Outputs out;
+  const std::string names = attention_kernels(uniform_case(s), Kernel::v2, "bi-v100", o, &out);
+  EXPECT_EQ(names.find("grouped_attention_kernel"), std::string::npos) << names;
+  EXPECT_NE(names.find("attention_kernel"), std::string::npos) << names;
 }
 
 }  // namespace

@@ -137,7 +137,8 @@ Workload gqa(int num_seqs, std::int64_t max_seq_len) {
 }
 
 // Wrong variants caught: a chooser that never picks grouped (the headline), one that picks
-// grouped where the kernels fall back (each of grouped_fallback_reason's four cases), one
+// grouped where the kernels fall back (one query head per KV head) or not grouped at a
+// shape that has grouped kernels (f32, head size 96, block size 32), one
 // that ignores the grouped launch's shared memory (`tiny`), one that keeps grouped V1 where
 // its blocks serve one head each (rule 6 / G3), and rule 4 counting query heads for the
 // grouped grid (64 x 8 = 512 blocks < 528 must give V2). Shown: each assertion failed once
@@ -177,19 +178,23 @@ TEST(VersionSelect, GroupedWhereBuiltAndShared) {
   EXPECT_EQ(unshared.version, Version::v1);
   EXPECT_EQ(unshared.rule, VersionRule::one_partition);
 
-  // G1: never grouped where the kernels fall back; the reason is grouped_fallback_reason's.
+  // G1: never grouped where the kernels fall back (one query head per KV head); the reason
+  // is grouped_fallback_reason's. The shapes that fell back before the grouped kernels were
+  // built for every shape (f32, head size 96, block size 32) now go grouped.
   Workload f32 = gqa(1, 100000), h96 = f32, b32 = f32, mha = f32;
   f32.io_elem_bytes = 4;
   h96.head_size = 96;
   b32.block_size = 32;
   mha.num_kv_heads = 32;
-  for (const Workload& w : {f32, h96, b32, mha}) {
-    const VersionChoice c = choose_version(h200, w);
+  {
+    const VersionChoice c = choose_version(h200, mha);
     EXPECT_FALSE(c.grouped) << c.grouped_reason;
     EXPECT_EQ(c.grouped_rule, GroupedRule::falls_back);
-    EXPECT_EQ(c.grouped_reason, grouped_fallback_reason(w));
+    EXPECT_EQ(c.grouped_reason, grouped_fallback_reason(mha));
     EXPECT_EQ(c.version, Version::v2);
   }
+  for (const Workload& w : {f32, h96, b32})
+    grouped(choose_version(h200, w), Version::v2, VersionRule::v1_does_not_fit);
   // G4: a device whose 8 KB cannot hold grouped V2's 4 heads (10,496 bytes): per head.
   const DeviceFacts tiny{"tiny", 32, 16, 8 * 1024};
   ASSERT_GT(v2_grouped_resources(32, gqa(1, 100000)).dynamic_smem_bytes, 8 * 1024);

@@ -10,6 +10,7 @@
 #include "emu/profile.h"
 #include "pagedattn/perfmodel.h"
 #include "pagedattn/resources.h"
+#include "pagedattn/supported.h"
 #include "pagedattn/version_select.h"
 
 using namespace pagedattn;
@@ -259,14 +260,14 @@ TEST(PerfModel, ChooseVersionModelled) {
 }
 
 // The grouped kernels' grid, shared memory and heads per block are resources.h's (not a
-// copy of its formulas), on every profile, at head sizes 64/128/256 and ratios 2 to 16
+// copy of its formulas), on every profile, at every head size and ratios 2 to 16
 // (ratio 16 at head 128 takes two blocks per KV head: group_max_heads is 8), V1 at lengths
 // where its heads per block shrink. Catches a model that grids grouped kernels over query
 // heads, or ignores blocks_per_kv_head.
 TEST(PerfModelGrouped, GridAndSharedMemoryAreTheKernels) {
   for (const char* name : {"bi-v100", "h200", "a100"}) {
     const Device d = load_device(name);
-    for (int hs : {64, 128, 256})
+    for (int hs : kHeadSizes)
       for (int ratio : {2, 4, 8, 16})
         for (std::int64_t L : {100, 1000, 3000, 20000}) {
           Workload w = small();
@@ -342,24 +343,29 @@ TEST(PerfModelGrouped, IssueTimeByFormula) {
   EXPECT_DOUBLE_EQ(e.v1_grouped.t_issue_us, (3000 + 2000 * (32 + 2 * 2.0)) / 1000.0);
 }
 
-// Where grouped_fallback_reason says the kernels fall back, the model has no grouped time,
-// and says why in the kernels' words. Catches a model that times grouped kernels that do
-// not exist (and so a modelled chooser that picks them).
+// Where grouped_fallback_reason says the kernels fall back (one query head per KV head),
+// the model has no grouped time, and says why in the kernels' words; at the shapes that
+// fell back before every shape had grouped kernels (f32, head size 96, block size 32) it
+// times them. Catches a model that times grouped kernels that do not run (and so a
+// modelled chooser that picks them), or one that still refuses a built shape.
 TEST(PerfModelGrouped, NoGroupedWhereTheKernelsFallBack) {
   Workload f32 = small(), h96 = small(), b32 = small(), mha = small();
   f32.io_elem_bytes = 4;
   h96.head_size = 96;
   b32.block_size = 32;
   mha.num_kv_heads = 2;
-  for (const Workload& w : {f32, h96, b32, mha}) {
-    const Estimate e = estimate(toy(), w);
-    for (const KernelEstimate* k : {&e.v1_grouped, &e.v2_grouped}) {
-      EXPECT_FALSE(k->launchable);
-      EXPECT_EQ(k->reason, grouped_fallback_reason(w));
-    }
-    EXPECT_TRUE(std::isinf(e.v1_grouped_us));
-    EXPECT_TRUE(std::isinf(e.v2_grouped_us));
-    EXPECT_TRUE(std::isfinite(e.v2_us));
+  const Estimate e = estimate(toy(), mha);
+  for (const KernelEstimate* k : {&e.v1_grouped, &e.v2_grouped}) {
+    EXPECT_FALSE(k->launchable);
+    EXPECT_EQ(k->reason, grouped_fallback_reason(mha));
+  }
+  EXPECT_TRUE(std::isinf(e.v1_grouped_us));
+  EXPECT_TRUE(std::isinf(e.v2_grouped_us));
+  EXPECT_TRUE(std::isfinite(e.v2_us));
+  for (const Workload& w : {f32, h96, b32}) {
+    const Estimate g = estimate(toy(), w);
+    EXPECT_TRUE(g.v2_grouped.launchable) << g.v2_grouped.reason;
+    EXPECT_TRUE(std::isfinite(g.v2_grouped_us));
   }
 }
 
@@ -393,7 +399,8 @@ TEST(PerfModelGrouped, HeadlineFiguresAsQuoted) {
 
 // The modelled chooser: grouped where the model says it is faster (the headline on every
 // profile), per head where it is slower (h200, 1 sequence, 300 tokens: 8 grouped blocks
-// leave more of 132 units idle than 32 per-head ones), never where the kernels fall back.
+// leave more of 132 units idle than 32 per-head ones), never where the kernels fall back
+// (one query head per KV head), and at f32 as at f16.
 // Catches a modelled chooser that always or never groups, or ignores the fallback.
 TEST(PerfModelGrouped, ChooseVersionModelled) {
   Workload w;
@@ -414,8 +421,12 @@ TEST(PerfModelGrouped, ChooseVersionModelled) {
   EXPECT_EQ(slower.grouped_rule, GroupedRule::modelled_faster);
   EXPECT_EQ(slower.version, Version::v1);
   w.max_seq_len = 100000;
-  w.io_elem_bytes = 4;
+  w.io_elem_bytes = 4;  // f32 has grouped kernels too (supported.h)
   const VersionChoice f32 = choose_version(h200, w);
-  EXPECT_FALSE(f32.grouped);
-  EXPECT_EQ(f32.grouped_rule, GroupedRule::falls_back);
+  EXPECT_TRUE(f32.grouped) << f32.grouped_reason;
+  EXPECT_EQ(f32.grouped_rule, GroupedRule::modelled_faster);
+  w.num_kv_heads = w.num_heads;  // one query head per KV head: the kernels fall back
+  const VersionChoice mha = choose_version(h200, w);
+  EXPECT_FALSE(mha.grouped);
+  EXPECT_EQ(mha.grouped_rule, GroupedRule::falls_back);
 }

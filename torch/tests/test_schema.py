@@ -176,8 +176,8 @@ class Versions(unittest.TestCase):
                                    dtype=torch.bfloat16))
         f32 = pa.choose_version(1, 32, 128, 16, 100000, "h200", num_kv_heads=8,
                                 dtype=torch.float32)
-        self.assertFalse(f32.grouped)
-        self.assertIn("f16 and bf16", f32.grouped_reason)
+        self.assertTrue(f32.grouped)  # every dtype has grouped kernels
+        self.assertIn("once for 4 query heads", f32.grouped_reason)
         mha = pa.choose_version(1, 32, 128, 16, 100000, "h200")
         self.assertFalse(mha.grouped)
         self.assertIn("one query head per KV head", mha.grouped_reason)

@@ -136,8 +136,8 @@ LaunchResources v1_resources(int warp_size, const Workload& w);
 LaunchResources v2_resources(int warp_size, const Workload& w);
 LaunchResources reduce_resources(int warp_size, const Workload& w);
 // Why Options::grouped runs the per-head kernels for w (nullptr: it runs grouped): one
-// query head per KV head (nothing to share), or a shape the grouped kernels are not built
-// for (supported.h: f16/bf16 queries, GroupedHeadSizeList, GroupedBlockSizeList).
+// query head per KV head, nothing to share. The grouped kernels are built for every
+// supported shape (supported.h).
 const char* grouped_fallback_reason(const Workload& w);
 // Why Options::grouped runs the per-head kernel for this launch (nullptr: the grouped one):
 // grouped_fallback_reason, or a grouped block that would serve one query head (V1's
