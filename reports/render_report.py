@@ -316,6 +316,10 @@ def targets_section(body, md, t, inputs):
         md.append("\n## Targets\n\nnot available\n")
         return
     ks = t.get("kernels", [])
+    grouped_note = ("Grouped kernels: a sample of their shapes (head sizes 80, 128, 256 x every "
+                    "block size; TARGETS_ALL=1 scripts/targets/compile_targets.sh compiles every "
+                    "shape)." if t.get("grouped_shapes") == "sample" else
+                    "Grouped kernels: every shape.")
     rows = []
     for g in t["targets"]:
         mine = [k for k in ks if k["target"] == g["target"]]
@@ -327,9 +331,9 @@ def targets_section(body, md, t, inputs):
                 "(AMD: VGPRs), occupancy from registers alone at 128 threads per block "
                 "(NVIDIA: resident warps / 64 per SM; AMD: the compiler's waves per SIMD); "
                 "the kernels' shared memory is all dynamic (it grows with seq_len: "
-                "<code>pagedattn limits</code>), so the compilers report 0 static bytes.</p>"
-                + html_table(TARGET_COLS, rows))
-    md.append("\n## Targets\n\n" + md_table(TARGET_COLS, rows))
+                "<code>pagedattn limits</code>), so the compilers report 0 static bytes. "
+                + html.escape(grouped_note) + "</p>" + html_table(TARGET_COLS, rows))
+    md.append("\n## Targets\n\n" + grouped_note + "\n\n" + md_table(TARGET_COLS, rows))
     labels = [g["label"] for g in t["targets"]]
     by_key = {}
     for k in ks:

@@ -13,7 +13,12 @@
 # dispatch (dispatch.cuh) names every kernel template instance. A kernel added there is
 # compiled here with no edit. A compiler that is absent is skipped with a message; one
 # that fails fails the script (exit 1), its log under OUT_DIR/logs/.
-# usage: scripts/targets/compile_targets.sh [OUT_DIR (default out/targets)]
+# The grouped kernels are built for every shape (kernels/include/pagedattn/supported.h),
+# 5x a per-head kernel's compile each: here they are compiled for supported.h's
+# PAGEDATTN_GROUPED_SAMPLE (head sizes 80, 128, 256 x every block size, every dtype and
+# cache) unless TARGETS_ALL=1, which compiles every shape (the library's own nvcc build,
+# kernels/CMakeLists.txt, always compiles every shape). targets.json says which.
+# usage: [TARGETS_ALL=1] scripts/targets/compile_targets.sh [OUT_DIR (default out/targets)]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 out=${1:-out/targets}
@@ -23,6 +28,12 @@ rm -f "$out"/logs/*.log "$out"/logs/*.rc "$out"/obj/*
 jobs_file="$out/jobs.txt"
 : >"$jobs_file"
 inc=(-I"$root/kernels/include" -I"$root/emulator/include")
+if [ "${TARGETS_ALL:-0}" = 1 ]; then
+  echo all >"$out/grouped_shapes.txt"
+else
+  inc+=(-DPAGEDATTN_GROUPED_SAMPLE)
+  echo sample >"$out/grouped_shapes.txt"
+fi
 srcs=("$root"/kernels/src/cuda_*.cu)
 py=python3
 [ -x /usr/bin/python3 ] && py=/usr/bin/python3

@@ -37,6 +37,12 @@ SCALARS = {"float": "f32", "__half": "f16", "__nv_bfloat16": "bf16", "hip_bfloat
            "__hip_bfloat16": "bf16"}
 
 
+def grouped_shapes(out):
+    """Which grouped instantiations compile_targets.sh compiled ("sample" or "all")."""
+    p = os.path.join(out, "grouped_shapes.txt")
+    return open(p).read().strip() if os.path.exists(p) else "all"
+
+
 def nvidia_occupancy(regs):
     per_warp = -(-max(regs, 1) * 32 // 256) * 256
     warps_per_block = THREADS // 32
@@ -203,6 +209,8 @@ def main():
         "generated": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "threads_per_block": THREADS,
         "wave32_target": wave32,
+        # "sample" (supported.h's PAGEDATTN_GROUPED_SAMPLE) or "all": which grouped shapes ran
+        "grouped_shapes": grouped_shapes(out),
         "targets": sorted(targets.values(), key=lambda t: list(TARGETS).index(t["target"])),
         "kernels": kernels,
         "failures": failures,
