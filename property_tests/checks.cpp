@@ -22,7 +22,7 @@ void assert_within(const Verdict& v, const std::string& what) {
 void assert_kernels_within(const Case& c, const ref::Output& ex, const Options& options,
                            const std::string& profile, const std::string& what) {
   const testing::Magnitudes m = testing::magnitudes(c);  // the case's, once for every kernel
-  for (const KernelUnderTest& k : kernels_under_test(c)) {
+  for (const KernelUnderTest& k : kernels_one_each(c)) {
     const Options o = k.options(options);
     const std::vector<double> bounds = testing::element_bounds(
         c, m, testing::bound_setup(k.kernel, o, profile), ex.value, ex.value_err);

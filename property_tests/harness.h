@@ -23,6 +23,7 @@ using testing::Case;
 using testing::Dim;
 using testing::err_over_bound;  // max over elements of |got - exact| / bound
 using testing::exact;           // the exact reference of a case
+using testing::kernels_one_each;
 using testing::kernels_under_test;
 using testing::KernelUnderTest;
 using testing::KvHead;

@@ -57,7 +57,7 @@ Spec overflow_spec() {
 // Row 0 (sequence 0, head 0) of every kernel under test is token `top`'s value row, bit for bit.
 void assert_row0_is_token(const Case& p, const Spec& s, int top, const Options& options) {
   const auto [blk, slot] = p.where(0, top);
-  for (const KernelUnderTest& k : kernels_under_test(p)) {
+  for (const KernelUnderTest& k : kernels_one_each(p)) {
     const Outputs o = run(p, k.kernel, k.options(options), s.profile);
     for (int d = 0; d < s.head_size; ++d) {
       const double want = p.value(blk, KvHead{0}, slot, Dim{d});
@@ -85,7 +85,7 @@ PAGEDATTN_PROPERTY(prop_v2_eq_v1, 200) {
   const testing::Judge judge(build(s));
   const Case& p = judge.input();
   const Options opt = s.options(vllm ? Numerics::vllm_compatible : Numerics::exact_fp32);
-  for (const KernelUnderTest& k : kernels_under_test(p)) {
+  for (const KernelUnderTest& k : kernels_one_each(p)) {
     const Options o = k.options(opt);
     assert_within(judge.verdict(run(p, k.kernel, o, s.profile).out, k.kernel, o, s.profile),
                   k.name);
@@ -305,7 +305,7 @@ PAGEDATTN_PROPERTY(prop_block_permutation_bitwise, 125) {
     if (id >= 0 && id < p.num_blocks) id = pi[id];
   }
   const Options opt = s.options();
-  for (const KernelUnderTest& k : kernels_under_test(p)) {
+  for (const KernelUnderTest& k : kernels_one_each(p)) {
     const Options o = k.options(opt);
     RC_ASSERT(same_bits(run(p, k.kernel, o, s.profile).out_bytes,
                         run(q, k.kernel, o, s.profile).out_bytes));
@@ -341,7 +341,7 @@ PAGEDATTN_PROPERTY(prop_gqa_repeat_kv, 125) {
     }
   }
   const Options opt = s.options();
-  for (const KernelUnderTest& k : kernels_under_test(p)) {
+  for (const KernelUnderTest& k : kernels_one_each(p)) {
     const Options o = k.options(opt);
     RC_ASSERT(same_bits(run(p, k.kernel, o, s.profile).out_bytes,
                         run(q, k.kernel, o, s.profile).out_bytes));
@@ -357,7 +357,7 @@ PAGEDATTN_PROPERTY(prop_one_token_exact, 200) {
   for (int& L : s.seq_lens) L = 1;
   const Case p = build(s);
   const int H = s.num_heads(), D = s.head_size;
-  for (const KernelUnderTest& k : kernels_under_test(p)) {
+  for (const KernelUnderTest& k : kernels_one_each(p)) {
     const Outputs o = run(p, k.kernel, k.options(s.options()), s.profile);
     for (int q = 0; q < static_cast<int>(s.seq_lens.size()); ++q) {
       const auto [blk, slot] = p.where(q, 0);
@@ -389,7 +389,7 @@ PAGEDATTN_PROPERTY(prop_one_token_epsilon_exact, 100) {
   const float one = 1.f, eps = 1e-6f;
   volatile float den = one + eps;  // f32 rounding, as the kernels form it
   const float inv = one / den;
-  for (const KernelUnderTest& k : kernels_under_test(p)) {
+  for (const KernelUnderTest& k : kernels_one_each(p)) {
     const Outputs o = run(p, k.kernel, k.options(opt), s.profile);
     for (int q = 0; q < static_cast<int>(s.seq_lens.size()); ++q) {
       const auto [blk, slot] = p.where(q, 0);
@@ -447,7 +447,7 @@ PAGEDATTN_PROPERTY(prop_equal_logits_mean, 150) {
 PAGEDATTN_PROPERTY(prop_finite_in_finite_out, 200) {
   const Spec s = *gen_spec();
   const Case p = build(s);
-  for (const KernelUnderTest& k : kernels_under_test(p)) {
+  for (const KernelUnderTest& k : kernels_one_each(p)) {
     const Outputs o = run(p, k.kernel, k.options(s.options()), s.profile);
     for (std::size_t i = 0; i < o.out.size(); ++i) {
       if (!std::isfinite(o.out[i])) {

@@ -27,7 +27,7 @@ PAGEDATTN_PROPERTY(prop_block_table_reads_stay_inside, 60) {
   const testing::Judge judge(build(s));
   const Case& p = judge.input();
   const Options opt = s.options();
-  for (const KernelUnderTest& k : kernels_under_test(p)) {
+  for (const KernelUnderTest& k : kernels_one_each(p)) {
     const Options o = k.options(opt);
     assert_within(judge.verdict(run(p, k.kernel, o, s.profile).out, k.kernel, o, s.profile),
                   k.name);

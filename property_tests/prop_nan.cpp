@@ -35,7 +35,7 @@ PAGEDATTN_PROPERTY(prop_nan_propagation_unused, 125) {
   testing::fill_unused_slots(zero, false);
   Case nan = zero;
   testing::fill_unused_slots(nan, true);
-  for (const KernelUnderTest& kut : kernels_under_test(zero)) {
+  for (const KernelUnderTest& kut : kernels_one_each(zero)) {
     const Kernel k = kut.kernel;
     const Options o = kut.options(s.options());
     const Outputs a = run(zero, k, o, s.profile), b = run(nan, k, o, s.profile);

@@ -30,7 +30,7 @@ void check_rescued_rows(Case c, const Spec& s) {
   const testing::Judge judge(std::move(c));
   for (Numerics numerics : {Numerics::vllm_compatible, Numerics::exact_fp32}) {
     const Options opt = s.options(numerics);
-    for (const KernelUnderTest& k : kernels_under_test(judge.input())) {
+    for (const KernelUnderTest& k : kernels_one_each(judge.input())) {
       const Options ko = k.options(opt);
       const Outputs o = run(judge.input(), k.kernel, ko, s.profile);
       for (double x : o.out) RC_ASSERT(std::isfinite(x));
