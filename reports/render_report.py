@@ -316,8 +316,8 @@ def targets_section(body, md, t, inputs):
         md.append("\n## Targets\n\nnot available\n")
         return
     ks = t.get("kernels", [])
-    grouped_note = ("Grouped kernels: a sample of their shapes (head sizes 80, 128, 256 x every "
-                    "block size; TARGETS_ALL=1 scripts/targets/compile_targets.sh compiles every "
+    grouped_note = ("Grouped kernels: a sample of their shapes (head sizes 80, 128, 256 at block "
+                    "size 16, every dtype and cache; TARGETS_ALL=1 scripts/targets/compile_targets.sh compiles every "
                     "shape)." if t.get("grouped_shapes") == "sample" else
                     "Grouped kernels: every shape.")
     rows = []
