@@ -9,7 +9,10 @@
 # -O1 compiles most files 2-2.5x faster than gcc -O2 under the sanitizers (the kernel
 # instantiations about 1.4x slower), and the fuzzers need clang anyway.
 # Where clang's libFuzzer is missing it falls back to gcc without the fuzz targets (the fuzz
-# stage then says it skipped). Prints the folder it built on its last line.
+# stage then says it skipped). The grouped kernel instantiations are compiled at -O0
+# (kernels/CMakeLists.txt, PAGEDATTN_GROUPED_INSTANTIATION_OPTIONS): at -O1 the six files
+# took most of this build once every shape was grouped (1,000 s of build on the 2-core
+# VM beside the targets stage). Prints the folder it built on its last line.
 # Usage: scripts/sanitizer_build.sh [FOLDER]   (default $SAN_BUILD_DIR or build-san)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -43,7 +46,8 @@ launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
 env "${compilers[@]}" cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG= -DCMAKE_C_FLAGS_DEBUG= -DPAGEDATTN_CUDA=OFF \
   -DPAGEDATTN_BENCH=OFF -DPAGEDATTN_FUZZ=$fuzz -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_C_FLAGS="$flags" \
-  -DCMAKE_EXE_LINKER_FLAGS="$link" -DCMAKE_SHARED_LINKER_FLAGS="$link" "${launcher[@]}" >/dev/null
+  -DCMAKE_EXE_LINKER_FLAGS="$link" -DCMAKE_SHARED_LINKER_FLAGS="$link" "${launcher[@]}" \
+  -DPAGEDATTN_GROUPED_INSTANTIATION_OPTIONS=-O0 >/dev/null
 start=$SECONDS
 cmake --build "$build" -j "$jobs" >&2
 echo "sanitizer_build: $build built in $((SECONDS - start)) s" >&2
