@@ -28,9 +28,10 @@ __global__ void __launch_bounds__(kThreadsPerBlock) attention_kernel(const AttnA
     return;
   }
   BlockCollective<WARP> coll(shared);
-  const QueryHead h[1] = {query_head<P::Cache::kFp8>(a, head, dest, shared + attn_q_offset(WARP),
-                                                     shared + attn_logits_offset(WARP, HEAD_SIZE))};
-  P::load_query(a, sp, h[0]);
+  const Heads<HEAD_SIZE, 1> h =
+      query_heads<HEAD_SIZE, 1, P::Cache::kFp8>(a, head, 1, seq, part, shared + attn_q_offset(WARP),
+                                                shared + attn_logits_offset(WARP, HEAD_SIZE), 0);
+  P::load_query(a, sp, h, 0);
   __syncthreads();
   float m[1];
   P::logits_and_max(a, sp, h, coll, m);
@@ -41,7 +42,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock) attention_kernel(const AttnA
   bool rescue[1];
   P::overflow_check(acc, sm, coll, rescue);
   if (rescue[0]) {  // block-uniform
-    P::rescue(a, sp, h[0], sm[0], coll);
+    P::rescue(a, sp, h.logits(0), dest, sm[0], coll);
     return;
   }
   P::combine_and_store(a, h, sm, acc, rescue);

@@ -14,10 +14,9 @@
 // - G query heads at once (G >= 1, the same KV head): per head, each phase performs
 //   exactly the arithmetic of G = 1, in the same order, so a head's results do not depend
 //   on G or on the other heads. A slot with !live (G > 1 only) computes nothing and
-//   writes nothing: its m stays -inf, s 0, acc 0; its q and logits may alias a live
-//   head's (only read, never written); the caller skips it when storing. Scratch is per head:
-//   QueryHead::q and ::logits, disjoint across heads; the block collective is shared and takes G
-//   values per call.
+//   touches nothing: its m stays -inf, s 0, acc 0, and its scratch is never read or
+//   written; the caller skips it when storing. Scratch is per head: Heads::q and ::logits,
+//   disjoint across heads; the block collective is shared and takes G values per call.
 // - Barriers are named per phase below; a phase's reads of shared memory written by an
 //   earlier phase rely only on those.
 //
@@ -86,32 +85,56 @@ __device__ __forceinline__ Span attention_span(const AttnArgs& a, int block_size
   return s;
 }
 
-// One query head the block serves: its scalars and its shared-memory scratch.
-struct QueryHead {
-  int head;
-  Dest dest;
-  float slope;    // ALiBi slope (0 without ALiBi)
-  bool row_bad;   // a scalar that poisons the whole row is not finite
-  bool live;      // false: a spare slot of a grouped block serving fewer heads than G
-  float* q;       // [HEAD_SIZE] shared: the query row in fp32 (load_query)
-  float* logits;  // [max(span.n, (NUM_WARPS - 1) * HEAD_SIZE)] shared: logits, exps, P.V scratch
+// The query heads a block serves, as slots g = 0 .. G-1: slot g is head first + g and is
+// live iff g < n (G = 1: the block's one head, always live). Its shared-memory scratch: its
+// query row in fp32 at q(g) = q0 + g * kQFloats (HEAD_SIZE floats, padded to 16 bytes), and
+// its logits buffer at logits(g) = logits0 + g * stride (max(span.n, (NUM_WARPS - 1) *
+// HEAD_SIZE) floats: logits, exps, P.V scratch). A spare slot's scratch lies past the
+// block's: the phases test live(g) before touching it. Nothing is held per slot: head,
+// destination, scratch and ALiBi slope are computed (the slope read) where used. An array of
+// G per-head structs, as before, was kept in local memory or scratch by every compiler, and
+// G slopes held in registers pushed gfx90a into SGPR spills (kernels/README.md "Phases").
+template <int HEAD_SIZE, int G>
+struct Heads {
+  static constexpr int kQFloats = static_cast<int>(round_up(HEAD_SIZE, 4));
+  int first;         // slot 0's head
+  int n;             // live slots
+  int seq, part;     // the block's sequence and partition
+  float* q0;         // slot 0's query row
+  float* logits0;    // slot 0's logits buffer
+  int stride;        // floats from one slot's logits buffer to the next (within shared memory)
+  bool scalars_bad;  // a scalar that poisons every row (the scales) is not finite
+
+  __device__ bool live(int g) const { return G == 1 || g < n; }
+  __device__ int head(int g) const { return first + g; }
+  __device__ float* q(int g) const { return q0 + g * kQFloats; }
+  __device__ float* logits(int g) const { return logits0 + g * stride; }
+  __device__ Dest dest(const AttnArgs& a, int g) const {
+    return attention_dest(a, seq, first + g, part);
+  }
+  // A live slot's ALiBi slope (0 without ALiBi).
+  __device__ float slope(const AttnArgs& a, int g) const {
+    return a.alibi_slopes ? a.alibi_slopes[first + g] : 0.f;
+  }
+  // Whether a row with this slope is poisoned whatever its q and keys hold.
+  __device__ bool row_bad(float slope) const { return scalars_bad || !finite(slope); }
 };
 
-// Reads the head's ALiBi slope: call only for a non-empty span.
-template <bool kFp8>
-__device__ __forceinline__ QueryHead query_head(const AttnArgs& a, int head, const Dest& dest,
-                                                float* q, float* logits) {
-  QueryHead h;
-  h.head = head;
-  h.dest = dest;
-  h.slope = a.alibi_slopes ? a.alibi_slopes[head] : 0.f;
+template <int HEAD_SIZE, int G, bool kFp8>
+__device__ __forceinline__ Heads<HEAD_SIZE, G> query_heads(const AttnArgs& a, int first, int n,
+                                                           int seq, int part, float* q0,
+                                                           float* logits0, int stride) {
+  Heads<HEAD_SIZE, G> h;
+  h.first = first;
+  h.n = n;
+  h.seq = seq;
+  h.part = part;
+  h.q0 = q0;
+  h.logits0 = logits0;
+  h.stride = stride;
   // The API refuses a non-finite scale or fp8 scale before launch; a slope it cannot check
-  // without reading device memory.
-  h.row_bad = !finite(h.slope) || !finite(a.qk_scale) ||
-              (kFp8 && (!finite(a.k_scale) || !finite(a.v_scale)));
-  h.q = q;
-  h.logits = logits;
-  h.live = true;
+  // without reading device memory (row_bad).
+  h.scalars_bad = !finite(a.qk_scale) || (kFp8 && (!finite(a.k_scale) || !finite(a.v_scale)));
   return h;
 }
 
@@ -190,18 +213,15 @@ struct AttentionPhases {
     return __shfl_sync(PAGEDATTN_FULL_MASK, chunk, j % WARP, WARP);
   }
 
-  // Slot g takes part (always for G = 1, so that kernel's code is unchanged).
+  // Phase 1, load q: slot g's query row into h.q(g) in fp32 (a live slot). No barrier: the
+  // caller __syncthreads() once after loading every head, before logits_and_max.
   template <int G>
-  __device__ static bool live(const QueryHead (&h)[G], int g) {
-    return G == 1 || h[g].live;
-  }
-
-  // Phase 1, load q: the head's query row into h.q in fp32. No barrier: the caller
-  // __syncthreads() once after loading every head, before logits_and_max.
-  __device__ static void load_query(const AttnArgs& a, const Span& sp, const QueryHead& h) {
+  __device__ __forceinline__ static void load_query(const AttnArgs& a, const Span& sp,
+                                                    const Heads<HEAD_SIZE, G>& h, int g) {
     const scalar_t* q = static_cast<const scalar_t*>(a.query) + sp.seq * a.q_seq_stride +
-                        static_cast<std::int64_t>(h.head) * HEAD_SIZE;
-    for (int d = threadIdx.x; d < HEAD_SIZE; d += NUM_THREADS) h.q[d] = Ops::to_float(q[d]);
+                        static_cast<std::int64_t>(h.head(g)) * HEAD_SIZE;
+    float* const q_s = h.q(g);
+    for (int d = threadIdx.x; d < HEAD_SIZE; d += NUM_THREADS) q_s[d] = Ops::to_float(q[d]);
   }
 
   // Phase 2, logits and max: logits[i] = scale * q.k_i (+ ALiBi) for every token of the
@@ -209,8 +229,10 @@ struct AttentionPhases {
   // logits skipped, the exp-sum carries them). One barrier (the collective's), after which
   // every thread may read every logit.
   template <int G, int MAX_N>
-  __device__ static void logits_and_max(const AttnArgs& a, const Span& sp, const QueryHead (&h)[G],
-                                        BlockCollective<WARP, MAX_N>& coll, float (&m)[G]) {
+  __device__ __forceinline__ static void logits_and_max(const AttnArgs& a, const Span& sp,
+                                                        const Heads<HEAD_SIZE, G>& h,
+                                                        BlockCollective<WARP, MAX_N>& coll,
+                                                        float (&m)[G]) {
     const int warp = threadIdx.x / WARP;
     const int lane = threadIdx.x % WARP;
     const int token_in_block = lane / GROUP;
@@ -238,7 +260,7 @@ struct AttentionPhases {
             if (fp8_round) kv = round_to<scalar_t>(kv * a.k_scale);
 #pragma unroll
             for (int g = 0; g < G; ++g)
-              if (live(h, g)) dot[g] = fmaf(h[g].q[d], kv, dot[g]);
+              if (h.live(g)) dot[g] = fmaf(h.q(g)[d], kv, dot[g]);
           }
         }
       }
@@ -249,13 +271,15 @@ struct AttentionPhases {
         const float pos = static_cast<float>(token - sp.seq_len + 1);
 #pragma unroll
         for (int g = 0; g < G; ++g) {
-          if (!live(h, g)) continue;
+          if (!h.live(g)) continue;
           float logit = dot[g] * a.qk_scale;
           // ALiBi: slope * (i - seq_len + 1), so the last token gets no bias.
-          if (a.alibi_slopes) logit = fmaf(h[g].slope, pos, logit);
-          if (h[g].row_bad || !finite(logit))
-            logit = slow_logit(a, h[g].q, k, h[g].row_bad, fp8_round, h[g].slope, pos);
-          h[g].logits[token - sp.start] = logit;
+          const float slope = h.slope(a, g);
+          if (a.alibi_slopes) logit = fmaf(slope, pos, logit);
+          const bool row_bad = h.row_bad(slope);
+          if (row_bad || !finite(logit))
+            logit = slow_logit(a, h.q(g), k, row_bad, fp8_round, slope, pos);
+          h.logits(g)[token - sp.start] = logit;
           m[g] = fmaxf(m[g], logit);
         }
       }
@@ -269,18 +293,20 @@ struct AttentionPhases {
   // collective's fixed order). With round_p, logits[i] becomes p_i = e_i * inv rounded to
   // the scalar type. Barriers: the collective's, plus one after rounding (round_p).
   template <int G, int MAX_N>
-  __device__ static void softmax(const AttnArgs& a, const Span& sp, const QueryHead (&h)[G],
-                                 const float (&m)[G], BlockCollective<WARP, MAX_N>& coll,
-                                 Softmax (&sm)[G]) {
+  __device__ __forceinline__ static void softmax(const AttnArgs& a, const Span& sp,
+                                                 const Heads<HEAD_SIZE, G>& h, const float (&m)[G],
+                                                 BlockCollective<WARP, MAX_N>& coll,
+                                                 Softmax (&sm)[G]) {
     float s[G];
 #pragma unroll
     for (int g = 0; g < G; ++g) s[g] = 0.f;
     for (int i = threadIdx.x; i < sp.n; i += NUM_THREADS) {
 #pragma unroll
       for (int g = 0; g < G; ++g) {
-        if (!live(h, g)) continue;
-        const float e = LseState<float>{h[g].logits[i], 1.f}.weight_at(m[g], FastExp());
-        h[g].logits[i] = e;
+        if (!h.live(g)) continue;
+        float* const e_s = h.logits(g);
+        const float e = LseState<float>{e_s[i], 1.f}.weight_at(m[g], FastExp());
+        e_s[i] = e;
         s[g] += e;
       }
     }
@@ -294,7 +320,7 @@ struct AttentionPhases {
       for (int i = threadIdx.x; i < sp.n; i += NUM_THREADS) {
 #pragma unroll
         for (int g = 0; g < G; ++g)
-          if (live(h, g)) h[g].logits[i] = round_to<scalar_t>(h[g].logits[i] * sm[g].inv);
+          if (h.live(g)) h.logits(g)[i] = round_to<scalar_t>(h.logits(g)[i] * sm[g].inv);
       }
       __syncthreads();
     }
@@ -304,8 +330,9 @@ struct AttentionPhases {
   // lane (pv_row), summed over the lanes sharing the row; each value element loaded once
   // for all G heads. No barrier; reads the logits (p_i) only.
   template <int G>
-  __device__ static void pv(const AttnArgs& a, const Span& sp, const QueryHead (&h)[G],
-                            float (&acc)[G][ROWS_PER_LANE]) {
+  __device__ __forceinline__ static void pv(const AttnArgs& a, const Span& sp,
+                                            const Heads<HEAD_SIZE, G>& h,
+                                            float (&acc)[G][ROWS_PER_LANE]) {
     const int warp = threadIdx.x / WARP;
     const int lane = threadIdx.x % WARP;
     const int lane_chunk = lane % LANES_PER_ROW;
@@ -326,7 +353,7 @@ struct AttentionPhases {
         if (token >= sp.end) break;  // never touch a slot past the partition or sequence
         float p[G];
 #pragma unroll
-        for (int g = 0; g < G; ++g) p[g] = live(h, g) ? h[g].logits[token - sp.start] : 0.f;
+        for (int g = 0; g < G; ++g) p[g] = h.live(g) ? h.logits(g)[token - sp.start] : 0.f;
 #pragma unroll
         for (int r = 0; r < ROWS_PER_LANE; ++r) {
           const int d = pv_row(r);
@@ -335,7 +362,7 @@ struct AttentionPhases {
             if (fp8_round) vv = round_to<scalar_t>(vv * a.v_scale);
 #pragma unroll
             for (int g = 0; g < G; ++g)
-              if (live(h, g)) acc[g][r] = fmaf(p[g], vv, acc[g][r]);
+              if (h.live(g)) acc[g][r] = fmaf(p[g], vv, acc[g][r]);
           }
         }
       }
@@ -353,9 +380,10 @@ struct AttentionPhases {
   // acc / s, or p_i NaN). One barrier (the collective's); after it no thread reads p_i
   // again on the fast path, so combine_and_store may reuse the logits as P.V scratch.
   template <int G, int MAX_N>
-  __device__ static void overflow_check(const float (&acc)[G][ROWS_PER_LANE],
-                                        const Softmax (&sm)[G], BlockCollective<WARP, MAX_N>& coll,
-                                        bool (&rescue)[G]) {
+  __device__ __forceinline__ static void overflow_check(const float (&acc)[G][ROWS_PER_LANE],
+                                                        const Softmax (&sm)[G],
+                                                        BlockCollective<WARP, MAX_N>& coll,
+                                                        bool (&rescue)[G]) {
 #pragma unroll
     for (int g = 0; g < G; ++g) {
       rescue[g] = false;
@@ -370,12 +398,13 @@ struct AttentionPhases {
   }
 
   // Phase 5b, overflow rescue (rare; block-uniform: call iff overflow_check said so for
-  // this head): recompute each output element from p_i (still in h.logits) and value
+  // this head): recompute each output element from p_i (still in the head's logits buffer,
+  // p) and value
   // elements scaled by 2^-64, so no finite input can overflow (|p_i| <= 1, n < 2^31);
   // what is still not finite comes from a NaN or inf value element: the row is poisoned.
   // Stores the head's output and state. One barrier (the collective's).
   template <int MAX_N>
-  __device__ static void rescue(const AttnArgs& a, const Span& sp, const QueryHead& h,
+  __device__ static void rescue(const AttnArgs& a, const Span& sp, const float* p, const Dest& dest,
                                 const Softmax& sm, BlockCollective<WARP, MAX_N>& coll) {
     const float down = pow2f(-64), up = pow2f(64);
     const bool fp8_round = Cache::kFp8 && a.round_p;
@@ -391,7 +420,7 @@ struct AttentionPhases {
                            sp.kv_head * a.kv_head_stride;
         float vv = Cache::load(v[d * BLOCK_SIZE + token % BLOCK_SIZE], a.fp8_e5m2) * down;
         if (fp8_round) vv = vv * a.v_scale;
-        sum = fmaf(h.logits[i], vv, sum);
+        sum = fmaf(p[i], vv, sum);
       }
       if (!finite(sum)) bad = true;
       o_row[k] = sum;
@@ -408,9 +437,9 @@ struct AttentionPhases {
       // unless an fp8 v_scale takes it past FLT_MAX, where inf is its rounding.
       if (!Cache::kFp8) o = saturate(o);
       if (Cache::kFp8 && !a.round_p) o = o * a.v_scale;
-      store_output<scalar_t, HEAD_SIZE>(a, h.dest, d, poisoned ? NAN : o);
+      store_output<scalar_t, HEAD_SIZE>(a, dest, d, poisoned ? NAN : o);
     }
-    store_state(a, h.dest, sm.m, poisoned ? NAN : sm.s);
+    store_state(a, dest, sm.m, poisoned ? NAN : sm.s);
   }
 
   // Phase 6, combine and store (the fast path; call after overflow_check): warps 1.. put
@@ -418,10 +447,11 @@ struct AttentionPhases {
   // normalizes (acc / s, no epsilon: s >= 1, lse_state.h's normalized; or vLLM's forms)
   // and stores; then the state. Heads with skip[g] (rescued) are left alone. One barrier.
   template <int G>
-  __device__ static void combine_and_store(const AttnArgs& a, const QueryHead (&h)[G],
-                                           const Softmax (&sm)[G],
-                                           const float (&acc)[G][ROWS_PER_LANE],
-                                           const bool (&skip)[G]) {
+  __device__ __forceinline__ static void combine_and_store(const AttnArgs& a,
+                                                           const Heads<HEAD_SIZE, G>& h,
+                                                           const Softmax (&sm)[G],
+                                                           const float (&acc)[G][ROWS_PER_LANE],
+                                                           const bool (&skip)[G]) {
     const int warp = threadIdx.x / WARP;
     const int lane_chunk = threadIdx.x % WARP % LANES_PER_ROW;
     if (warp > 0 && lane_chunk == 0) {
@@ -431,7 +461,7 @@ struct AttentionPhases {
 #pragma unroll
         for (int r = 0; r < ROWS_PER_LANE; ++r) {
           const int d = pv_row(r);
-          if (d < HEAD_SIZE) h[g].logits[(warp - 1) * HEAD_SIZE + d] = acc[g][r];
+          if (d < HEAD_SIZE) h.logits(g)[(warp - 1) * HEAD_SIZE + d] = acc[g][r];
         }
       }
     }
@@ -446,15 +476,15 @@ struct AttentionPhases {
           const int d = pv_row(r);
           if (d >= HEAD_SIZE) continue;
           float o = acc[g][r];
-          for (int w = 1; w < NUM_WARPS; ++w) o += h[g].logits[(w - 1) * HEAD_SIZE + d];
+          for (int w = 1; w < NUM_WARPS; ++w) o += h.logits(g)[(w - 1) * HEAD_SIZE + d];
           if (!a.round_p) {  // p_i not yet normalized
             o = a.eps ? o * sm[g].inv : st.normalized(o);
             if (Cache::kFp8) o = o * a.v_scale;
           }
-          store_output<scalar_t, HEAD_SIZE>(a, h[g].dest, d, o);
+          store_output<scalar_t, HEAD_SIZE>(a, h.dest(a, g), d, o);
         }
       }
-      store_state(a, h[g].dest, sm[g].m, sm[g].s);
+      store_state(a, h.dest(a, g), sm[g].m, sm[g].s);
     }
   }
 

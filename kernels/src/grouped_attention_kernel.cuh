@@ -38,18 +38,14 @@ __global__ void __launch_bounds__(kThreadsPerBlock) grouped_attention_kernel(con
     return;
   }
   BlockCollective<WARP, G> coll(shared);
-  const std::int64_t slice = grouped_head_floats(WARP, HEAD_SIZE, a.partition_size);
-  QueryHead h[G];
-#pragma unroll
-  for (int g = 0; g < G; ++g) {
-    // A spare slot aliases the first head's slice, which it only reads (phases' contract).
-    const int k = g < n ? g : 0;
-    float* const base = shared + grouped_heads_offset(WARP, HEAD_SIZE) + k * slice;
-    h[g] = query_head<P::Cache::kFp8>(a, first + k, attention_dest(a, seq, first + k, part), base,
-                                      base + round_up(HEAD_SIZE, 4));
-    h[g].live = g < n;
-  }
-  for (int g = 0; g < n; ++g) P::load_query(a, sp, h[g]);
+  // resources.h's layout: the heads' query rows packed after the collective, then their
+  // logits buffers (a buffer is well within the shared memory, so an int holds the stride).
+  static_assert(Heads<HEAD_SIZE, G>::kQFloats == round_up(HEAD_SIZE, 4), "resources.h's layout");
+  const Heads<HEAD_SIZE, G> h = query_heads<HEAD_SIZE, G, P::Cache::kFp8>(
+      a, first, n, seq, part, shared + grouped_heads_offset(WARP, HEAD_SIZE),
+      shared + grouped_logits_offset(WARP, HEAD_SIZE, a.heads_per_block),
+      static_cast<int>(grouped_logits_stride(WARP, HEAD_SIZE, a.partition_size)));
+  for (int g = 0; g < n; ++g) P::load_query(a, sp, h, g);
   __syncthreads();
   float m[G];
   P::logits_and_max(a, sp, h, coll, m);
@@ -62,9 +58,10 @@ __global__ void __launch_bounds__(kThreadsPerBlock) grouped_attention_kernel(con
   bool skip[G];
 #pragma unroll
   for (int g = 0; g < G; ++g) {
-    skip[g] = rescue[g] || !h[g].live;
+    skip[g] = rescue[g] || !h.live(g);
     // Rescued heads read only their own p_i; combine_and_store writes only other heads'.
-    if (h[g].live && rescue[g]) P::rescue(a, sp, h[g], sm[g], coll);  // block-uniform
+    if (h.live(g) && rescue[g])  // block-uniform
+      P::rescue(a, sp, h.logits(g), h.dest(a, g), sm[g], coll);
   }
   P::combine_and_store(a, h, sm, acc, skip);
 }

@@ -30,5 +30,5 @@ ctest --test-dir "$build" --output-on-failure -L '^slurm$'
 # prop_rare_path_fp8_scales reaches it; the suite without it lets it survive).
 "$py" property_tests/mutate.py --build "$build" --check \
   --sample "${MUTANTS_SAMPLE:-16}" --offset "${MUTANTS_OFFSET:-3}" \
-  --ids kernels/src/attention_phases.cuh:393:31:scale \
+  --ids kernels/src/attention_phases.cuh:422:31:scale \
   --out "$build/property_tests/mutation-ci.json"

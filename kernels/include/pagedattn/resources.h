@@ -57,19 +57,30 @@ PAGEDATTN_HD constexpr std::int64_t attention_smem_bytes(int warp_size, int head
 // Grouped attention kernel (src/grouped_attention_kernel.cuh): one block serves
 // heads_per_block query heads of one KV head. Dynamic shared memory, in floats:
 //   [collective] the block collective's scratch for group_max_heads values per call
-//   [head 0]     its query row (padded to 16 bytes), its logits (as above, padded)
-//   [head 1] ... one such slice per head the block serves
+//   [queries]    each head's query row (padded to 16 bytes), in the order of the heads
+//   [logits]     each head's logits buffer (as above, padded to 16 bytes), likewise
+// Packed together, every head's query row lies at a fixed offset from the first (an
+// immediate in the kernel's shared loads, not a register per head); the total is
+// heads_per_block slices of grouped_head_floats either way.
 // group_max_heads bounds the per-head registers (G partial P.V rows per lane).
 PAGEDATTN_HD constexpr int group_max_heads(int head_size) {
   return head_size <= 128 ? 8 : 4;
 }
+PAGEDATTN_HD constexpr std::int64_t grouped_logits_stride(int warp_size, int head_size,
+                                                          std::int64_t partition_tokens) {
+  return round_up(attn_logits_floats(warp_size, head_size, partition_tokens), 4);
+}
+// One head's share: its query row and its logits buffer.
 PAGEDATTN_HD constexpr std::int64_t grouped_head_floats(int warp_size, int head_size,
                                                         std::int64_t partition_tokens) {
-  return round_up(head_size, 4) +
-         round_up(attn_logits_floats(warp_size, head_size, partition_tokens), 4);
+  return round_up(head_size, 4) + grouped_logits_stride(warp_size, head_size, partition_tokens);
 }
 PAGEDATTN_HD constexpr std::int64_t grouped_heads_offset(int warp_size, int head_size) {
   return block_collective_floats(warp_size, group_max_heads(head_size));
+}
+PAGEDATTN_HD constexpr std::int64_t grouped_logits_offset(int warp_size, int head_size,
+                                                          int heads_per_block) {
+  return grouped_heads_offset(warp_size, head_size) + heads_per_block * round_up(head_size, 4);
 }
 PAGEDATTN_HD constexpr std::int64_t grouped_smem_bytes(int warp_size, int head_size,
                                                        std::int64_t partition_tokens,
