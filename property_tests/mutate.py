@@ -634,6 +634,59 @@ def merge(files, out_path, reruns=()):
     return 0
 
 
+def killing_stage(r):
+    """The stage that killed a mutant: its last stage, racecheck when the kill came under the
+    hazard mode (which re-runs the f32/warp-32 program instrumented)."""
+    st = [x["stage"] for x in r.get("stages", [])]
+    return st[-1] if st else "none"
+
+
+def summary(path):
+    """What the README and the report quote of a (merged) result, computed, not retyped:
+    counts, the score, kills by stage, killed / non-equivalent per file, CPU per status, and
+    whether every survivor is a listed hole."""
+    try:
+        d = json.load(open(path))
+        src, prov = d["source"], d["provenance"]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        sys.exit("mutate.py summary: %s is not a mutate.py result (%s)" % (path, e))
+    ms = src["mutants"]
+    c, score = count(ms)
+    print("%s: commit %s, kernels %s, emulator %s, %s" % (
+        path, (prov.get("commit") or "?")[:10], prov["digest"].get("kernels", "?")[:12],
+        prov["digest"].get("emulator", "?")[:12], prov.get("date", "?")))
+    print("%d of %d done%s: killed %d, survived %d, equivalent %d, stillborn %d; score %s" % (
+        len(ms), src.get("total", len(ms)), "" if src.get("complete") else " (INCOMPLETE)",
+        c["killed"], c["survived"], c["equivalent"], c["stillborn"],
+        "n/a" if score is None else "%.1f%% (%d / %d)" % (100 * score, c["killed"],
+                                                         c["killed"] + c["survived"])))
+    by_stage = {}
+    for r in ms:
+        if r["status"] == "killed":
+            by_stage[killing_stage(r)] = by_stage.get(killing_stage(r), 0) + 1
+    print("killed by stage: " + ", ".join("%s %d" % kv for kv in sorted(by_stage.items())))
+    per_file = {}
+    for r in ms:
+        k, live = per_file.get(r["file"], (0, 0))
+        per_file[r["file"]] = (k + (r["status"] == "killed"),
+                               live + (r["status"] in ("killed", "survived")))
+    print("killed / non-equivalent per file: " + ", ".join(
+        "%s %d/%d" % (os.path.basename(f), k, n) for f, (k, n) in sorted(per_file.items())))
+    cpu = {}
+    for r in ms:
+        cpu.setdefault(r["status"], []).append(r.get("cpu_seconds", 0.0))
+    print("CPU per mutant, mean: " + ", ".join(
+        "%s %.1f s" % (s, sum(v) / len(v)) for s, v in sorted(cpu.items())) +
+          "; total %.2f CPU-hours" % (sum(sum(v) for v in cpu.values()) / 3600))
+    _, holes, _ = lists()
+    surv = sorted(r["id"] for r in ms if r["status"] == "survived")
+    unlisted = [i for i in surv if i not in holes]
+    print("survivors: %s" % (", ".join(surv) or "none"))
+    print("every survivor a listed hole: %s" % ("yes" if not unlisted else
+                                                 "no, unlisted: " + ", ".join(unlisted)))
+    return 1 if unlisted else 0
+
+
 def parse_shard(s):
     m = re.fullmatch(r"(\d+)/(\d+)", s or "")
     if not m or not 1 <= int(m.group(1)) <= int(m.group(2)):
@@ -652,6 +705,11 @@ def main():
                              "stronger suite): its results replace those mutants' (repeatable)")
         ma = mp.parse_args(sys.argv[2:])
         return merge(ma.files, ma.out, ma.rerun)
+    if len(sys.argv) > 1 and sys.argv[1] == "summary":
+        sp = argparse.ArgumentParser(prog="mutate.py summary",
+                                     description="the figures the docs quote of a result")
+        sp.add_argument("file")
+        return summary(sp.parse_args(sys.argv[2:]).file)
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--build", default="build", help="configured build folder (default build)")
     ap.add_argument("--sample", type=int, default=0, help="every (total/N)-th mutant only (N of them)")
