@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <numeric>
 #include <random>
 #include "checks.h"
@@ -463,7 +464,11 @@ PAGEDATTN_PROPERTY(prop_finite_in_finite_out, 200) {
 // softmax goes to the one token whose q.k overflowed upwards; the others (overflowed
 // downwards) get weight exactly 0, as in exact arithmetic. Head 0 of one sequence: q = +-c,
 // the chosen token's key = +c * sign(q), every other key = -c * sign(q), c = 2^64 (each
-// product 2^128, past FLT_MAX alone). f32 (f16 cannot overflow q.k), no ALiBi.
+// product 2^128, past FLT_MAX alone) or, in a case of four, c = FLT_MAX itself: the largest
+// finite input, which the slow path must take as finite (its scaled products, 2^116 each,
+// sum without overflow) and the finiteness test must not call poisoned (mutant
+// device_math.cuh:18:19, |x| < FLT_MAX for <=, gives the row NaN; no other generator draws
+// an element of exactly FLT_MAX). f32 (f16 cannot overflow q.k), no ALiBi.
 PAGEDATTN_PROPERTY(prop_overflowing_logits_keep_sign, 60) {
   Spec s = overflow_spec();
   const int L = *rc::gen::inRange(2, 3 * s.block_size + 2);
@@ -472,7 +477,10 @@ PAGEDATTN_PROPERTY(prop_overflowing_logits_keep_sign, 60) {
   const int D = s.head_size, top = *rc::gen::inRange(0, L);
   const std::vector<bool> neg =
       *rc::gen::container<std::vector<bool>>(D, rc::gen::arbitrary<bool>());
-  const double c = std::ldexp(1.0, 64);
+  const bool at_max = *rc::gen::weightedElement<bool>({{3, false}, {1, true}});
+  RC_TAG(at_max ? "c = FLT_MAX" : "c = 2^64");
+  const double c =
+      at_max ? static_cast<double>(std::numeric_limits<float>::max()) : std::ldexp(1.0, 64);
   for (int d = 0; d < D; ++d) {
     const double sq = neg[d] ? -1.0 : 1.0;
     p.set_q(0, 0, d, sq * c);
