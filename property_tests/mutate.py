@@ -660,6 +660,9 @@ def summary(path):
         c["killed"], c["survived"], c["equivalent"], c["stillborn"],
         "n/a" if score is None else "%.1f%% (%d / %d)" % (100 * score, c["killed"],
                                                          c["killed"] + c["survived"])))
+    for rr in src.get("reruns") or []:
+        print("rerun %s: %d mutant(s) at commit %s, replacing the first run's status" % (
+            rr.get("file"), rr.get("mutants", 0), (rr.get("commit") or "?")[:10]))
     by_stage = {}
     for r in ms:
         if r["status"] == "killed":
