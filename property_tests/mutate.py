@@ -634,6 +634,12 @@ def merge(files, out_path, reruns=()):
     return 0
 
 
+def unlisted_survivors(results, holes):
+    """Survivors that are neither equivalent nor a listed hole: what --check and summary
+    fail on."""
+    return [r["id"] for r in results if r["status"] == "survived" and r["id"] not in holes]
+
+
 def killing_stage(r):
     """The stage that killed a mutant: its last stage, racecheck when the kill came under the
     hazard mode (which re-runs the f32/warp-32 program instrumented)."""
@@ -666,7 +672,8 @@ def summary(path):
     by_stage = {}
     for r in ms:
         if r["status"] == "killed":
-            by_stage[killing_stage(r)] = by_stage.get(killing_stage(r), 0) + 1
+            st = killing_stage(r)
+            by_stage[st] = by_stage.get(st, 0) + 1
     print("killed by stage: " + ", ".join("%s %d" % kv for kv in sorted(by_stage.items())))
     per_file = {}
     for r in ms:
@@ -683,7 +690,7 @@ def summary(path):
           "; total %.2f CPU-hours" % (sum(sum(v) for v in cpu.values()) / 3600))
     _, holes, _ = lists()
     surv = sorted(r["id"] for r in ms if r["status"] == "survived")
-    unlisted = [i for i in surv if i not in holes]
+    unlisted = sorted(unlisted_survivors(ms, holes))
     print("survivors: %s" % (", ".join(surv) or "none"))
     print("every survivor a listed hole: %s" % ("yes" if not unlisted else
                                                  "no, unlisted: " + ", ".join(unlisted)))
@@ -832,8 +839,7 @@ def main():
         if r["status"] in ("survived", "equivalent"):
             print("  %s %s: %s => %s%s" % (r["status"], r["id"], r["original"], r["mutated"],
                                            (" (" + r["detail"] + ")") if r["detail"] else ""))
-    unexplained = [r["id"] for r in results
-                   if r["status"] == "survived" and r["id"] not in known_holes]
+    unexplained = unlisted_survivors(results, known_holes)
     if a.check and unexplained:
         print("mutate.py: %d survivor(s) neither equivalent nor a listed hole: %s"
               % (len(unexplained), " ".join(unexplained)))
