@@ -42,6 +42,7 @@ parallel shards their own build folders).
   /usr/bin/python3 property_tests/mutate.py merge shards/*.json --out out/properties/mutation.json
   /usr/bin/python3 property_tests/mutate.py --build build --sample 88 # every 6th
   /usr/bin/python3 property_tests/mutate.py --list                    # ids and diffs
+  /usr/bin/python3 property_tests/mutate.py summary out/properties/mutation.json  # the quoted figures
 """
 import argparse
 import fcntl
