@@ -45,6 +45,7 @@ namespace {
 double class_value(testing::Mt19937_64& rng, ValueClass c, DType scalar, CacheFormat cache,
                    double scale) {
   auto u = [&rng] { return testing::uniform_real(rng, -1, 1); };
+  if (c == ValueClass::uniform) return u();
   const testing::FormatTraits& f = traits(testing::cache_element(scalar, cache));
   switch (c) {
     case ValueClass::subnormal: {
@@ -121,6 +122,7 @@ Case build(const Spec& s) {
       }
     }
     auto u = [&rng] { return testing::uniform_real(rng, 0, 1); };
+    std::vector<double> key_row(static_cast<std::size_t>(D), 0.0);  // (x_t, 0, ..., 0)
     for (int q = 0; q < S; ++q) {
       const int L = s.seq_lens[q];
       const int dominant = L > 0 ? static_cast<int>(rng() % L) : 0;
@@ -143,22 +145,19 @@ Case build(const Spec& s) {
               break;
           }
           const auto [blk, slot] = p.where(q, t);
-          p.set_key(blk, KvHead{kvh}, slot, Dim{0}, x);
-          for (int d = 1; d < D; ++d) p.set_key(blk, KvHead{kvh}, slot, Dim{d}, 0.0);
+          key_row[0] = x;
+          p.set_key_token(blk, KvHead{kvh}, slot, key_row.data());
         }
       }
     }
   }
   if (s.v_class != ValueClass::uniform) {
     const double vs = s.cache == CacheFormat::same ? 1.0 : p.v_scale;
+    std::vector<double> block(static_cast<std::size_t>(s.block_size) * D);
     for (std::int64_t blk = 0; blk < p.num_blocks; ++blk) {
       for (int kvh = 0; kvh < s.num_kv_heads; ++kvh) {
-        for (int slot = 0; slot < s.block_size; ++slot) {
-          for (int d = 0; d < D; ++d) {
-            p.set_value(Block{blk}, KvHead{kvh}, Slot{slot}, Dim{d},
-                        class_value(rng, s.v_class, s.scalar, s.cache, vs));
-          }
-        }
+        for (double& v : block) v = class_value(rng, s.v_class, s.scalar, s.cache, vs);
+        p.set_value_block(Block{blk}, KvHead{kvh}, block.data());  // slot-major, as drawn
       }
     }
   }

@@ -69,6 +69,38 @@ double Case::set_value(Block b, KvHead h, Slot s, Dim d, double want) {
          value_scale();
 }
 
+namespace {
+// Element bytes of `count` values want[i] / scale, encoded as encode() does (rounded to
+// float first), written `size` bytes each at base + offset(i) elements.
+template <class Offset>
+void store_scaled(DType t, const double* want, std::size_t count, double scale, std::uint8_t* base,
+                  Offset offset) {
+  thread_local std::vector<float> f;
+  thread_local std::vector<std::uint8_t> bytes;
+  const std::size_t es = traits(t).size;
+  f.resize(count);
+  bytes.resize(count * es);
+  for (std::size_t i = 0; i < count; ++i) f[i] = static_cast<float>(want[i] / scale);
+  encode_run(t, f.data(), count, bytes.data());
+  for (std::size_t i = 0; i < count; ++i)
+    std::memcpy(base + static_cast<std::size_t>(offset(i)) * es, &bytes[i * es], es);
+}
+}  // namespace
+
+void Case::set_key_token(Block b, KvHead h, Slot s, const double* want) {
+  const KvLayout l = layout();
+  store_scaled(cache_element(), want, static_cast<std::size_t>(head_size), key_scale(),
+               key_cache.data(), [&](std::size_t d) { return l.key(b, h, s, Dim{int(d)}); });
+}
+
+void Case::set_value_block(Block b, KvHead h, const double* want) {
+  const KvLayout l = layout();
+  const int D = head_size;
+  store_scaled(cache_element(), want, static_cast<std::size_t>(block_size) * D, value_scale(),
+               value_cache.data(),
+               [&](std::size_t i) { return l.value(b, h, Slot{int(i / D)}, Dim{int(i % D)}); });
+}
+
 std::vector<char> Case::used_slots() const {
   std::vector<char> used(static_cast<std::size_t>(num_blocks) * block_size, 0);
   for (int s = 0; s < num_seqs; ++s) {

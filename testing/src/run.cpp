@@ -2,11 +2,15 @@
 
 #include <emu/checks.h>
 #include <emu/cuda_runtime.h>
+#include <emu/profile.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <map>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "pagedattn/api.h"
 #include "pagedattn/resources.h"
@@ -83,9 +87,30 @@ ReuseInputAllocations* ReuseInputAllocations::current() {
   return t_reuse;
 }
 
+namespace {
+// The backend for a profile name, its profile resolved once per host thread (per name and
+// $EMU_PROFILE_SET, the environment resolve_profile reads): a name alone makes every
+// launch read and parse the profile's JSON again, about 1% of a property campaign's CPU.
+// "" (the current profile, which may change) and names that do not resolve go to the
+// kernels as names, so they refuse a bad one with their own message.
+Backend emulator_backend(const std::string& profile) {
+  if (profile.empty()) return Backend::emulator(profile);
+  thread_local std::map<std::pair<std::string, std::string>, Backend> resolved;
+  const char* set = std::getenv("EMU_PROFILE_SET");
+  const auto key = std::make_pair(profile, std::string(set ? set : ""));
+  const auto it = resolved.find(key);
+  if (it != resolved.end()) return it->second;
+  try {
+    return resolved.emplace(key, Backend::emulator(emu::resolve_profile(profile))).first->second;
+  } catch (const emu::ProfileError&) {
+    return Backend::emulator(profile);
+  }
+}
+}  // namespace
+
 Outputs run_kernel(const Case& c, Kernel kernel, const std::string& profile, const Options& options,
                    bool poison) {
-  return run_kernel(c, kernel, Backend::emulator(profile), options, poison);
+  return run_kernel(c, kernel, emulator_backend(profile), options, poison);
 }
 
 Outputs run_kernel(const Case& c, Kernel kernel, const Backend& backend, const Options& options,

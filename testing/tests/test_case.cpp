@@ -83,6 +83,57 @@ TEST(Case, SettersRoundToTheFormatAndDequantize) {
   EXPECT_EQ(n, 20u + 33u);
 }
 
+// The bulk setters store the bytes the element setters store, at the same places, for
+// every element format (an fp8 scale that does not divide exactly, values that round,
+// saturate, overflow, underflow and NaN). Caught: dividing by the scale in float, a
+// value block read d-major, a token's keys written to the wrong chunk.
+TEST(Case, BulkSettersStoreWhatTheElementSettersStore) {
+  const DType scalars[] = {DType::f32, DType::f16, DType::bf16};
+  const CacheFormat caches[] = {CacheFormat::same, CacheFormat::fp8_e4m3, CacheFormat::fp8_e5m2};
+  std::mt19937_64 rng(5);
+  for (DType t : scalars) {
+    for (CacheFormat cache : caches) {
+      UniformSpec sp = spec(t, cache);
+      sp.k_scale = 0.3;  // 0.3f: want / k_scale rounds in double before float
+      sp.v_scale = 3;
+      const Case base = uniform_case(sp);
+      Case bulk = base, each = base;
+      const int B = base.block_size, D = base.head_size;
+      std::vector<double> want(static_cast<std::size_t>(B) * D);
+      for (std::size_t i = 0; i < want.size(); ++i) {
+        switch (rng() % 6) {
+          case 0:
+            want[i] = std::ldexp(std::uniform_real_distribution<double>(-1, 1)(rng), -140);
+            break;
+          case 1:
+            want[i] = (rng() % 2 ? 1 : -1) * 1e39;  // past FLT_MAX
+            break;
+          case 2:
+            want[i] = NAN;
+            break;
+          default:
+            want[i] = std::uniform_real_distribution<double>(-500, 500)(rng);
+        }
+      }
+      const Block b{base.num_blocks - 1};
+      for (int h = 0; h < base.num_kv_heads; ++h) {
+        bulk.set_value_block(b, KvHead{h}, want.data());
+        for (int s = 0; s < B; ++s) {
+          bulk.set_key_token(b, KvHead{h}, Slot{s}, &want[static_cast<std::size_t>(s) * D]);
+          for (int d = 0; d < D; ++d) {
+            const double w = want[static_cast<std::size_t>(s) * D + d];
+            each.set_value(b, KvHead{h}, Slot{s}, Dim{d}, w);
+            each.set_key(b, KvHead{h}, Slot{s}, Dim{d}, w);
+          }
+        }
+      }
+      EXPECT_EQ(bulk.key_cache, each.key_cache) << dtype_name(t) << " " << int(cache);
+      EXPECT_EQ(bulk.value_cache, each.value_cache) << dtype_name(t) << " " << int(cache);
+      EXPECT_NE(bulk.value_cache, base.value_cache);
+    }
+  }
+}
+
 // case_of reads a call's tensors through their strides: padded query rows, padded cache
 // blocks, a padded block table; the case it gives holds the same bytes as the original.
 TEST(Case, CaseOfReadsStridedTensors) {

@@ -80,6 +80,14 @@ struct Case {
   double set_q(int seq, int head, int d, double want);
   double set_key(Block b, KvHead h, Slot s, Dim d, double want);
   double set_value(Block b, KvHead h, Slot s, Dim d, double want);
+  // The bulk forms, for draws over whole caches (millions of elements a property case):
+  // the same bytes as set_key / set_value element by element, without a format lookup,
+  // an encode call and a decode per element (testing/tests/test_case.cpp holds them to
+  // the element setters, bit for bit). set_key_token: the head_size key elements of one
+  // slot, want[d]; set_value_block: the block_size x head_size value elements of one
+  // (block, KV head), want[slot * head_size + d] (slot-major, as generators draw).
+  void set_key_token(Block b, KvHead h, Slot s, const double* want);
+  void set_value_block(Block b, KvHead h, const double* want);
 
   // used[block * block_size + slot]: whether some token inside its sequence's seq_len
   // lives there (the slots the contract lets the kernels read).
