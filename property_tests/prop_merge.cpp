@@ -9,6 +9,7 @@
 // moves the result by more than 2^-30 of it.
 #include <boost/multiprecision/mpfr.hpp>
 #include <cmath>
+#include <cstring>
 #include <vector>
 #include "generators.h"
 #include "pagedattn/lse_state.h"
@@ -142,15 +143,73 @@ PAGEDATTN_PROPERTY(prop_merge_empty_identity, 2000) {
 }
 
 // merge_comm: a . b = b . a; in MPFR; bitwise in fp32 since IEEE + and * commute
-// and the weights do not depend on the operand order.
+// and the weights do not depend on the operand order. Signed zeros: in a case of three
+// the non-empty operands' outputs are zeros, b's of the other sign than a's (random), so
+// -0 meets +0 in both operand orders; gen_state alone draws
+// such a pair in about 1% of cases, too few for the mutants' 25 (the clamp's `x <= lo` and
+// `x >= hi` turned -0 into the merged value in one order only, and survived the whole
+// catalogue's run). A zero meeting a zero follows IEEE addition's sign rule: w1 * o1 +
+// w2 * o2 with positive weights is -0 only when both are -0, fused or not, and the clamp
+// to [min, max] must leave it (a value inside the interval is never moved).
 PAGEDATTN_PROPERTY(prop_merge_comm, 2000) {
-  const F32State a = *gen_state(), b = *gen_state();
+  F32State a = *gen_state(), b = *gen_state();
+  if (*rc::gen::inRange(0, 3) == 0) {
+    RC_TAG("signed zeros meet");
+    for (int i = 0; i < kN; ++i) {
+      const float z = *rc::gen::element(0.f, -0.f);
+      if (a.s != 0) a.o[i] = z;  // an empty state keeps its (-inf, 0, +0)
+      if (b.s != 0) b.o[i] = -z;
+    }
+  }
+  if (a.s != 0 && b.s != 0) {  // both non-empty: the outputs are combined, not selected
+    const auto ab = merged(as<float>(a), as<float>(b), StdExp());
+    for (int i = 0; i < kN; ++i) {
+      if (a.o[i] != 0 || b.o[i] != 0) continue;
+      RC_ASSERT(ab.o[i] == 0.f);
+      RC_ASSERT(std::signbit(ab.o[i]) == (std::signbit(a.o[i]) && std::signbit(b.o[i])));
+    }
+  }
   RC_ASSERT(same(merged(as<Mp>(a), as<Mp>(b), MpExp()), merged(as<Mp>(b), as<Mp>(a), MpExp())));
   RC_ASSERT(bitwise(merged(as<float>(a), as<float>(b), StdExp()),
                     merged(as<float>(b), as<float>(a), StdExp())));
   const auto ab = as<float>(a).ms.merged(as<float>(b).ms),
              ba = as<float>(b).ms.merged(as<float>(a).ms);
   RC_ASSERT(std::memcmp(&ab, &ba, sizeof ab) == 0);
+}
+
+// A state whose max is -inf with a non-zero exp-sum (every logit -inf, which the kernels
+// never write: finite logits saturate at -FLT_MAX, non-finite ones poison the state)
+// weighs s * 0 = 0 at any reference max, as lse_state.h's weight_at states, so merging it
+// into a non-empty state leaves that state's max and exp-sum bit for bit and its outputs
+// as values (0 * o + o can turn -0 into +0); with s = NaN it weighs NaN and poisons the
+// merge. The merge-law generators never draw it: weight_at returning s (its constant
+// 0 -> 1) or s / 0 survived the whole catalogue's run.
+PAGEDATTN_PROPERTY(prop_merge_all_logits_neg_inf_weighs_zero, 1000) {
+  F32State a = *gen_state();
+  RC_PRE(a.s != 0.f);
+  F32State x = *gen_state();
+  x.m = -INFINITY;
+  x.s = *rc::gen::weightedOneOf<float>(
+      {{4, rc::gen::map(rc::gen::inRange(1, 1 << 20), [](int k) { return k / 64.f; })},
+       {1, rc::gen::just(NAN)}});
+  const LseState<float> xs{x.m, x.s};
+  const auto af = as<float>(a);
+  for (float M : {a.m, -INFINITY, x.s}) {
+    const float w = xs.weight_at(M);
+    RC_ASSERT((std::isnan(x.s) ? std::isnan(w) : w == 0.f));
+  }
+  for (const auto& r : {merged(af, as<float>(x), StdExp()), merged(as<float>(x), af, StdExp())}) {
+    if (std::isnan(x.s)) {
+      RC_ASSERT(std::isnan(r.ms.s));
+      for (float o : r.o) RC_ASSERT(std::isnan(o));
+      continue;
+    }
+    RC_ASSERT(std::memcmp(&r.ms, &af.ms, sizeof r.ms) == 0);
+    for (int i = 0; i < kN; ++i) {
+      if (std::isfinite(x.o[i]))
+        RC_ASSERT(r.o[i] == a.o[i] || (std::isnan(r.o[i]) && std::isnan(a.o[i])));
+    }
+  }
 }
 
 // merge_assoc: (a . b) . c = a . (b . c) = the direct softmax-weighted fold; exactly in
