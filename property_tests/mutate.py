@@ -41,6 +41,7 @@ parallel shards their own build folders).
   /usr/bin/python3 property_tests/mutate.py --build build --shard 2/8 --resume  # go on with it
   /usr/bin/python3 property_tests/mutate.py merge shards/*.json --out out/properties/mutation.json
   /usr/bin/python3 property_tests/mutate.py --build build --sample 88 # every 6th
+  /usr/bin/python3 property_tests/mutate.py --build build --stable-sample 16  # CI's sample
   /usr/bin/python3 property_tests/mutate.py --list                    # ids and diffs
   /usr/bin/python3 property_tests/mutate.py summary out/properties/mutation.json  # the quoted figures
 """
@@ -460,6 +461,24 @@ def run_mutant(a, bdir, base, shared, m):
     return "survived", "", rec
 
 
+def stable_sample(ms, n):
+    """The n mutants first in the order of a hash of what each does, not of where: its file,
+    operator, line before and after, and which occurrence of those four it is. A sample by
+    position (--sample) moves to other mutants whenever the catalogue grows or a line moves;
+    this one keeps every mutant whose line is unchanged, so CI's fixed sample stays fixed
+    across unrelated edits."""
+    seen = {}
+    keyed = []
+    for m in ms:
+        what = (m["file"], m["op"], m["original"], m["mutated"])
+        k = seen.get(what, 0)
+        seen[what] = k + 1
+        key = hashlib.sha256(("\0".join(what) + "\0%d" % k).encode()).hexdigest()
+        keyed.append((key, m))
+    keyed.sort(key=lambda x: x[0])
+    return [m for _, m in keyed[:n]]
+
+
 def catalogue_digest(ms):
     return hashlib.sha256("\n".join(m["id"] for m in ms).encode()).hexdigest()
 
@@ -484,7 +503,7 @@ def result_json(a, prov, selection, ms, results, known, t_start, resumed=()):
     earlier = sum(r["seconds"] for r in resumed)
     secs = [r["seconds"] for r in results]
     return {"provenance": prov, "known_wrong": known,
-            "source": dict(c, score=score, total=len(ms), sample=bool(a.sample or a.ids),
+            "source": dict(c, score=score, total=len(ms), sample=bool(a.sample or a.stable_sample or a.ids),
                            catalogue=selection["catalogue"], selection=selection,
                            shard=a.shard, shards=[a.shard], complete=len(results) == len(ms),
                            done=len(results), cases_per_property=a.cases, seed=a.seed,
@@ -726,6 +745,9 @@ def main():
     ap.add_argument("--sample", type=int, default=0, help="every (total/N)-th mutant only (N of them)")
     ap.add_argument("--offset", type=int, default=-1,
                     help="with --sample: start at this index (default: half a step)")
+    ap.add_argument("--stable-sample", type=int, default=0,
+                    help="N mutants picked by a hash of what each changes, not where (CI's\n"
+                         "fixed sample: it survives edits elsewhere and moved lines)")
     ap.add_argument("--shard", type=parse_shard, default="1/1",
                     help="K/N: every N-th mutant of the selection from the K-th (default 1/1)")
     ap.add_argument("--check", action="store_true",
@@ -762,13 +784,20 @@ def main():
         return 0
     selection = {"catalogue": catalogue, "catalogue_digest": catalogue_digest(ms),
                  "sample": a.sample, "offset": a.offset, "ids": a.ids or None}
+    if a.stable_sample:
+        selection["stable_sample"] = a.stable_sample
     picked = [m for m in ms if m["id"] in set(a.ids or [])]
     missing = set(a.ids or []) - {m["id"] for m in picked}
     if missing:
         sys.exit("mutate.py: --ids: no such mutant %s (see --list)" % " ".join(sorted(missing)))
-    if a.sample:  # with --ids too: the sample, then the named mutants it does not hold
-        step = max(1, len(ms) // a.sample)
-        ms = ms[(step // 2 if a.offset < 0 else a.offset % step)::step][:a.sample]
+    if a.sample and a.stable_sample:
+        sys.exit("mutate.py: --sample and --stable-sample: pick one")
+    if a.sample or a.stable_sample:  # with --ids too: the sample, then the named ones it lacks
+        if a.stable_sample:
+            ms = stable_sample(ms, a.stable_sample)
+        else:
+            step = max(1, len(ms) // a.sample)
+            ms = ms[(step // 2 if a.offset < 0 else a.offset % step)::step][:a.sample]
         ms += [m for m in picked if m not in ms]
     elif a.ids:
         ms = picked

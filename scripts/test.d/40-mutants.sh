@@ -3,8 +3,11 @@
 # the unmutated baseline of the mutant binaries (f32/warp 32 alone, every instantiation,
 # the racecheck build), which must pass every stage (skipped when this build folder passed
 # it before on the same sources and settings: ctest slurm.campaign_and_mutants leaves that
-# record), then runs MUTANTS_SAMPLE (default 16) mutants: every (catalogue/16)-th from
-# index MUTANTS_OFFSET (default 3) and the named ones below, 25 cases per property, CI seed 20261130, each through
+# record), then runs MUTANTS_SAMPLE (default 16) mutants: the first in the order of a hash
+# of what each changes (mutate.py --stable-sample: the same mutants while their lines are
+# unchanged, wherever the lines move and whatever else the catalogue gains; the sample by
+# position it replaced moved whenever the catalogue's size did) and the named ones below,
+# 25 cases per property, CI seed 20261130, each through
 # the stages until one kills it (property_tests/README.md, "Mutation score"). Fails (exit 1)
 # when the baseline fails or a sampled mutant survives that is neither equivalent
 # (property_tests/mutation_equivalent.json, or its objects byte-identical to the unmutated
@@ -29,6 +32,6 @@ ctest --test-dir "$build" --output-on-failure -L '^slurm$'
 # Always run too: the rare P.V path dropping v_scale under vLLM's numerics (issue 19; only
 # prop_rare_path_fp8_scales reaches it; the suite without it lets it survive).
 "$py" property_tests/mutate.py --build "$build" --check \
-  --sample "${MUTANTS_SAMPLE:-16}" --offset "${MUTANTS_OFFSET:-3}" \
+  --stable-sample "${MUTANTS_SAMPLE:-16}" \
   --ids kernels/src/attention_phases.cuh:422:31:scale \
   --out "$build/property_tests/mutation-ci.json"
