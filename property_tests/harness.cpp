@@ -45,7 +45,6 @@ namespace {
 double class_value(testing::Mt19937_64& rng, ValueClass c, DType scalar, CacheFormat cache,
                    double scale) {
   auto u = [&rng] { return testing::uniform_real(rng, -1, 1); };
-  if (c == ValueClass::uniform) return u();
   const testing::FormatTraits& f = traits(testing::cache_element(scalar, cache));
   switch (c) {
     case ValueClass::subnormal: {

@@ -503,7 +503,8 @@ def result_json(a, prov, selection, ms, results, known, t_start, resumed=()):
     earlier = sum(r["seconds"] for r in resumed)
     secs = [r["seconds"] for r in results]
     return {"provenance": prov, "known_wrong": known,
-            "source": dict(c, score=score, total=len(ms), sample=bool(a.sample or a.stable_sample or a.ids),
+            "source": dict(c, score=score, total=len(ms),
+                           sample=bool(a.sample or a.stable_sample or a.ids),
                            catalogue=selection["catalogue"], selection=selection,
                            shard=a.shard, shards=[a.shard], complete=len(results) == len(ms),
                            done=len(results), cases_per_property=a.cases, seed=a.seed,

@@ -194,7 +194,7 @@ PAGEDATTN_PROPERTY(prop_merge_all_logits_neg_inf_weighs_zero, 1000) {
        {1, rc::gen::just(NAN)}});
   const LseState<float> xs{x.m, x.s};
   const auto af = as<float>(a);
-  for (float M : {a.m, -INFINITY, x.s}) {
+  for (float M : {a.m, -INFINITY, x.s}) {  // a's max, -inf, and any other (NaN included)
     const float w = xs.weight_at(M);
     RC_ASSERT((std::isnan(x.s) ? std::isnan(w) : w == 0.f));
   }
