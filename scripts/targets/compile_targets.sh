@@ -19,7 +19,11 @@
 # cache: 18 grouped instantiations, against 12 before every shape was grouped; with every
 # block size, 54, the stage would take about three times as long) unless TARGETS_ALL=1, which compiles every shape (the library's own nvcc build,
 # kernels/CMakeLists.txt, always compiles every shape). targets.json says which.
-# usage: [TARGETS_ALL=1] scripts/targets/compile_targets.sh [OUT_DIR (default out/targets)]
+# ONLY, an extended regex, keeps the compiles whose name (TARGET__FILE, e.g.
+# hip_gfx90a__cuda_grouped_f32) it matches: ONLY='^hip_gfx90a__cuda_grouped' TARGETS_ALL=1
+# checks one compiler on every grouped shape (the library's nvcc build keeps ptxas's report
+# of every shape itself: scripts/targets/check_build_spills.py).
+# usage: [TARGETS_ALL=1] [ONLY=REGEX] scripts/targets/compile_targets.sh [OUT_DIR (default out/targets)]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 out=${1:-out/targets}
@@ -62,6 +66,7 @@ fi
 add() {
   local name=$1
   shift
+  [[ -z "${ONLY:-}" || "$name" =~ $ONLY ]] || return 0
   printf '%s\t%s\n' "$name" "$*" >>"$jobs_file"
 }
 for src in "${srcs[@]}"; do

@@ -89,17 +89,21 @@ def describe(demangled):
 
 
 def parse_ptxas(text):
-    rows, cur = {}, None
+    """ptxas -v's report -> a row per kernel and architecture (one log may hold several:
+    the library's build compiles sm_80 and sm_90 in one nvcc call). Functions that are not
+    entries (CUDA's own non-inlined helpers) have no "Used" line and are left out."""
+    rows, cur, arch = {}, None, None
     for line in text.splitlines():
         m = re.search(r"Compiling entry function '(\S+)' for '(sm_\d+)'", line)
         if m:
-            cur = m.group(1)
-            rows[cur] = {"mangled": cur}
+            arch = m.group(2)
+            cur = (m.group(1), arch)
+            rows[cur] = {"mangled": m.group(1), "arch": arch}
             continue
         m = re.search(r"Function properties for (\S+)", line)
         if m:
-            cur = m.group(1)
-            rows.setdefault(cur, {"mangled": cur})
+            cur = (m.group(1), arch)
+            rows.setdefault(cur, {"mangled": m.group(1), "arch": arch})
             continue
         m = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads",
                       line)
