@@ -6,9 +6,9 @@
 // a.heads_per_block (or fewer, in a KV head's last block) are live. Per head the phases do
 // the arithmetic of G = 1, so every output and state is bit-identical to attention_kernel's.
 //
-// Grid (num_kv_heads * blocks_per_kv_head, num_seqs, partitions), kThreadsPerBlock
-// threads. Shared memory (resources.h, grouped_smem_bytes): the collective's scratch for
-// G values, then one slice (query row, logits) per head the block serves.
+// Grid (num_kv_heads * blocks_per_kv_head, num_seqs, partitions), kThreadsPerBlock threads;
+// at least 1 block per SM: else ptxas trades up to 392 bytes of spills for occupancy
+// (kernels/README.md "Registers"). Shared memory (resources.h, grouped_smem_bytes).
 #pragma once
 #include "attention_phases.cuh"
 #include "block_collective.cuh"
@@ -20,7 +20,7 @@
 namespace pagedattn::detail::PAGEDATTN_EXEC_NS {
 
 template <class scalar_t, class cache_t, int HEAD_SIZE, int BLOCK_SIZE, int WARP>
-__global__ void __launch_bounds__(kThreadsPerBlock) grouped_attention_kernel(const AttnArgs a) {
+__global__ void __launch_bounds__(kThreadsPerBlock, 1) grouped_attention_kernel(const AttnArgs a) {
   using P = AttentionPhases<scalar_t, cache_t, HEAD_SIZE, BLOCK_SIZE, WARP>;
   constexpr int G = group_max_heads(HEAD_SIZE);
   float* const shared = reinterpret_cast<float*>(smem);
