@@ -18,7 +18,13 @@ bash scripts/install_deps.sh
 build=${BUILD_DIR:-build-release}  # its own folder: test.sh's build/ is RelWithDebInfo
 out=${OUT_DIR:-out/report}
 cases=${REPORT_CASES:-500}
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+# Release for a new folder; a folder already configured (BUILD_DIR=build: test.sh's
+# RelWithDebInfo) keeps its build type instead of being rebuilt whole as Release.
+if [ -f "$build/CMakeCache.txt" ]; then
+  cmake -S . -B "$build" >/dev/null
+else
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+fi
 targets=(pagedattn)
 [ "$cases" != 0 ] && targets+=(pagedattn_prop_campaign)
 cmake --build "$build" -j "$(nproc)" --target "${targets[@]}"
