@@ -42,6 +42,7 @@
 #include "pagedattn/lse_state.h"
 #include "pagedattn/resources.h"
 #include "platform.cuh"
+#include "static_for.cuh"
 #include "warp_reduce.cuh"
 
 namespace pagedattn::detail::PAGEDATTN_EXEC_NS {
@@ -91,9 +92,11 @@ __device__ __forceinline__ Span attention_span(const AttnArgs& a, int block_size
 // its logits buffer at logits(g) = logits0 + g * stride (max(span.n, (NUM_WARPS - 1) *
 // HEAD_SIZE) floats: logits, exps, P.V scratch). A spare slot's scratch lies past the
 // block's: the phases test live(g) before touching it. Nothing is held per slot: head,
-// destination, scratch and ALiBi slope are computed (the slope read) where used. An array of
-// G per-head structs, as before, was kept in local memory or scratch by every compiler, and
-// G slopes held in registers pushed gfx90a into SGPR spills (kernels/README.md "Phases").
+// destination, scratch and ALiBi slope are computed (the slope read) where used, on HIP from
+// opaque copies (platform.cuh's uniform_at_use) so that hipcc cannot hoist them back out of
+// the loops. An array of G per-head structs, as before, was kept in local memory or scratch
+// by every compiler, and G slopes or addresses held in registers pushed gfx90a into SGPR
+// spills (kernels/README.md "Phases" and "Registers").
 template <int HEAD_SIZE, int G>
 struct Heads {
   static constexpr int kQFloats = static_cast<int>(round_up(HEAD_SIZE, 4));
@@ -105,19 +108,24 @@ struct Heads {
   int stride;        // floats from one slot's logits buffer to the next (within shared memory)
   bool scalars_bad;  // a scalar that poisons every row (the scales) is not finite
 
-  __device__ bool live(int g) const { return G == 1 || g < n; }
-  __device__ int head(int g) const { return first + g; }
-  __device__ float* q(int g) const { return q0 + g * kQFloats; }
-  __device__ float* logits(int g) const { return logits0 + g * stride; }
-  __device__ Dest dest(const AttnArgs& a, int g) const {
+  // Forced inline: uniform_at_use needs the kernel's own (scalar) copy of the fields.
+  __device__ __forceinline__ bool live(int g) const { return G == 1 || g < uniform_at_use(n); }
+  __device__ __forceinline__ int head(int g) const { return first + g; }
+  __device__ __forceinline__ float* q(int g) const { return q0 + g * kQFloats; }
+  __device__ __forceinline__ float* logits(int g) const {
+    return uniform_at_use(logits0) + g * uniform_at_use(stride);
+  }
+  __device__ __forceinline__ Dest dest(const AttnArgs& a, int g) const {
     return attention_dest(a, seq, first + g, part);
   }
   // A live slot's ALiBi slope (0 without ALiBi).
-  __device__ float slope(const AttnArgs& a, int g) const {
-    return a.alibi_slopes ? a.alibi_slopes[first + g] : 0.f;
+  __device__ __forceinline__ float slope(const AttnArgs& a, int g) const {
+    return a.alibi_slopes ? a.alibi_slopes[uniform_at_use(first) + g] : 0.f;
   }
   // Whether a row with this slope is poisoned whatever its q and keys hold.
-  __device__ bool row_bad(float slope) const { return scalars_bad || !finite(slope); }
+  __device__ __forceinline__ bool row_bad(float slope) const {
+    return scalars_bad || !finite(slope);
+  }
 };
 
 template <int HEAD_SIZE, int G, bool kFp8>
@@ -454,21 +462,22 @@ struct AttentionPhases {
                                                            const bool (&skip)[G]) {
     const int warp = threadIdx.x / WARP;
     const int lane_chunk = threadIdx.x % WARP % LANES_PER_ROW;
+    // Loops over g: static_for, not a pragma (static_for.cuh).
     if (warp > 0 && lane_chunk == 0) {
-#pragma unroll
-      for (int g = 0; g < G; ++g) {
-        if (skip[g]) continue;
+      static_for<G>([&](auto gc) {
+        constexpr int g = decltype(gc)::value;
+        if (skip[g]) return;
 #pragma unroll
         for (int r = 0; r < ROWS_PER_LANE; ++r) {
           const int d = pv_row(r);
           if (d < HEAD_SIZE) h.logits(g)[(warp - 1) * HEAD_SIZE + d] = acc[g][r];
         }
-      }
+      });
     }
     __syncthreads();
-#pragma unroll
-    for (int g = 0; g < G; ++g) {
-      if (skip[g]) continue;
+    static_for<G>([&](auto gc) {
+      constexpr int g = decltype(gc)::value;
+      if (skip[g]) return;
       if (warp == 0 && lane_chunk == 0) {
         const LseState<float> st{sm[g].m, sm[g].s};
 #pragma unroll
@@ -485,7 +494,7 @@ struct AttentionPhases {
         }
       }
       store_state(a, h.dest(a, g), sm[g].m, sm[g].s);
-    }
+    });
   }
 
  private:

@@ -31,12 +31,22 @@ __global__ void __launch_bounds__(kThreadsPerBlock, 1) grouped_attention_kernel(
   const int n = imin(a.heads_per_block, kv_head * ratio + ratio - first);  // live heads
   const int seq = blockIdx.y;
   const int part = blockIdx.z;
-  const Span sp = attention_span(a, BLOCK_SIZE, seq, kv_head, part);
+  Span sp = attention_span(a, BLOCK_SIZE, seq, kv_head, part);
   if (sp.empty) {  // block-uniform
     for (int g = 0; g < n; ++g)
       store_empty<scalar_t, HEAD_SIZE>(a, attention_dest(a, seq, first + g, part));
     return;
   }
+  // On HIP the span's bounds live in vector registers, leaving the scalar ones to the G
+  // heads' values (platform.cuh); elsewhere this changes nothing.
+  sp.seq = per_lane(sp.seq);
+  sp.kv_head = per_lane(sp.kv_head);
+  sp.seq_len = per_lane(sp.seq_len);
+  sp.start = per_lane(sp.start);
+  sp.end = per_lane(sp.end);
+  sp.n = per_lane(sp.n);
+  sp.start_blk = per_lane(sp.start_blk);
+  sp.end_blk = per_lane(sp.end_blk);
   BlockCollective<WARP, G> coll(shared);
   // resources.h's layout: the heads' query rows packed after the collective, then their
   // logits buffers (a buffer is well within the shared memory, so an int holds the stride).

@@ -101,6 +101,38 @@ struct Profile;
 
 namespace pagedattn::detail::PAGEDATTN_EXEC_NS {
 
+// Register-class hints for hipcc on wave-64 targets; the identity for nvcc, clang's CUDA,
+// the emulator and wave-32 AMD targets, so they change no arithmetic anywhere. AMD GPUs
+// hold a wave-uniform value in a scalar register (102 per wave on gfx90a), and the grouped
+// kernel's G heads overran them: hipcc hoisted each head's loop-invariant addresses and
+// flags out of the KV loops and spilled the excess into VGPR lanes. On the wave-32 target
+// the same hints made things worse, so they stay off there (kernels/README.md,
+// "Registers", has both measurements).
+#if defined(__HIP_DEVICE_COMPILE__) && __AMDGCN_WAVEFRONT_SIZE == 64
+#define PAGEDATTN_REGISTER_HINTS 1
+#endif
+//
+// uniform_at_use(x): an opaque copy of a block-uniform x, read where it is used; what is
+// derived from it is recomputed there (one scalar instruction) instead of held across the
+// loop. x must be uniform and the call inlined into the kernel: a value in a vector
+// register fails the compile ("illegal SGPR to VGPR copy"), it is never miscompiled.
+template <class T>
+__device__ __forceinline__ T uniform_at_use(T x) {
+#if defined(PAGEDATTN_REGISTER_HINTS)
+  asm volatile("" : "+s"(x));
+#endif
+  return x;
+}
+// per_lane(x): x held in a vector register, each lane its own copy, leaving the scalar
+// registers to the values the hot loops use.
+template <class T>
+__device__ __forceinline__ T per_lane(T x) {
+#if defined(PAGEDATTN_REGISTER_HINTS)
+  asm volatile("" : "+v"(x));
+#endif
+  return x;
+}
+
 // Where a launch runs, passed with every launch: CUDA's stream, or the emulator's device
 // profile (per call: the emulator's current profile is neither read nor changed, so
 // threads may launch under different profiles at once; null means the current one).
