@@ -316,10 +316,12 @@ def targets_section(body, md, t, inputs):
         md.append("\n## Targets\n\nnot available\n")
         return
     ks = t.get("kernels", [])
-    grouped_note = ("Grouped kernels: a sample of their shapes (head sizes 80, 128, 256 at block "
-                    "size 16, every dtype and cache; TARGETS_ALL=1 scripts/targets/compile_targets.sh compiles every "
-                    "shape)." if t.get("grouped_shapes") == "sample" else
-                    "Grouped kernels: every shape.")
+    shapes = t.get("grouped_shapes") or "all"
+    grouped_note = ("Grouped kernels: every shape." if shapes == "all" else
+                    "Grouped kernels: a sample of their shapes (head sizes 80, 128, 256 at block "
+                    "size 16, every dtype and cache; TARGETS_ALL=1 scripts/targets/compile_targets.sh "
+                    "compiles every shape)" + ("; every shape through hipcc." if "hipcc: all" in shapes
+                                               else "."))
     rows = []
     for g in t["targets"]:
         mine = [k for k in ks if k["target"] == g["target"]]

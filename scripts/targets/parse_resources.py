@@ -38,7 +38,8 @@ SCALARS = {"float": "f32", "__half": "f16", "__nv_bfloat16": "bf16", "hip_bfloat
 
 
 def grouped_shapes(out):
-    """Which grouped instantiations compile_targets.sh compiled ("sample" or "all")."""
+    """Which grouped instantiations compile_targets.sh compiled: "sample", "all", or "sample;
+    hipcc: all" (the sample except through hipcc)."""
     p = os.path.join(out, "grouped_shapes.txt")
     return open(p).read().strip() if os.path.exists(p) else "all"
 
@@ -213,7 +214,7 @@ def main():
         "generated": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "threads_per_block": THREADS,
         "wave32_target": wave32,
-        # "sample" (supported.h's PAGEDATTN_GROUPED_SAMPLE) or "all": which grouped shapes ran
+        # "sample" (supported.h's PAGEDATTN_GROUPED_SAMPLE), "all" or "sample; hipcc: all"
         "grouped_shapes": grouped_shapes(out),
         "targets": sorted(targets.values(), key=lambda t: list(TARGETS).index(t["target"])),
         "kernels": kernels,
