@@ -33,5 +33,5 @@ ctest --test-dir "$build" --output-on-failure -L '^slurm$'
 # prop_rare_path_fp8_scales reaches it; the suite without it lets it survive).
 "$py" property_tests/mutate.py --build "$build" --check \
   --stable-sample "${MUTANTS_SAMPLE:-16}" \
-  --ids kernels/src/attention_phases.cuh:428:31:scale \
+  --ids kernels/src/attention_phases.cuh:430:31:scale \
   --out "$build/property_tests/mutation-ci.json"
