@@ -464,7 +464,7 @@ struct AttentionPhases {
     const int lane_chunk = threadIdx.x % WARP % LANES_PER_ROW;
     // Loops over g: static_for, not a pragma (static_for.cuh).
     if (warp > 0 && lane_chunk == 0) {
-      static_for<G>([&](auto gc) {
+      static_for<G>([&](auto gc) PAGEDATTN_INLINE_LAMBDA {
         constexpr int g = decltype(gc)::value;
         if (skip[g]) return;
 #pragma unroll
@@ -475,7 +475,7 @@ struct AttentionPhases {
       });
     }
     __syncthreads();
-    static_for<G>([&](auto gc) {
+    static_for<G>([&](auto gc) PAGEDATTN_INLINE_LAMBDA {
       constexpr int g = decltype(gc)::value;
       if (skip[g]) return;
       if (warp == 0 && lane_chunk == 0) {

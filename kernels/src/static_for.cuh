@@ -10,6 +10,12 @@
 #include <utility>
 #include "platform.cuh"
 
+// The lambda handed to static_for must be inlined as well: left out of line, it takes the
+// per-thread arrays it captures by reference to the stack (clang, sm_80, f16 and bf16 at
+// head size 256: 584-byte frames, caught by the targets stage). Write
+// `static_for<N>([&](auto i) PAGEDATTN_INLINE_LAMBDA { ... })`.
+#define PAGEDATTN_INLINE_LAMBDA __attribute__((always_inline))
+
 namespace pagedattn::detail::PAGEDATTN_EXEC_NS {
 
 template <class F, int... I>
