@@ -12,6 +12,7 @@
 // 30:77 failed here on the first case and 46:31 after 14 (memcheck: the slope read).
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "checks.h"
 #include "generators.h"
@@ -26,17 +27,22 @@ PAGEDATTN_PROPERTY(prop_grouped_split_groups_bitwise, 40) {
   Spec s = *gen_spec();
   s.partition_size = *gen_partition_size(s.block_size, 256);
   s.num_kv_heads = *rc::gen::inRange(1, 3);
-  // Half the cases of G = 4 (head sizes 192, 256) at ratio 13, the one ratio up to 16 whose
-  // last block serves a single head (4 + 4 + 4 + 1: head_groups spreads heads evenly over
-  // the fewest blocks).
-  const bool single = group_max_heads(s.head_size) == 4 && *rc::gen::arbitrary<bool>();
-  s.gqa = single ? 13 : *rc::gen::inRange(group_max_heads(s.head_size) + 1, 17);
+  // Half the cases, where some ratio up to 16 leaves the last block a single head (G = 4 at
+  // head sizes 192 and 256: 13 = 4 + 4 + 4 + 1, head_groups spreading heads evenly over the
+  // fewest blocks; G = 3 at warp 32, block size 32, head size 256: 7, 10 and 13), one of those.
+  const int warp = testing::profile_warp_size(s.profile);
+  const int most = group_max_heads(warp, s.head_size, s.block_size);
+  const auto per_block = [&](int ratio) {
+    return head_groups(warp, s.head_size, s.block_size, ratio, s.partition_size).heads_per_block;
+  };
+  std::vector<int> lone;  // ratios past `most` whose last block serves one head
+  for (int r = most + 1; r <= 16; ++r)
+    if (r % per_block(r) == 1) lone.push_back(r);
+  const bool single = !lone.empty() && *rc::gen::arbitrary<bool>();
+  s.gqa = single ? *rc::gen::elementOf(lone) : *rc::gen::inRange(most + 1, 17);
   s.alibi = *rc::gen::arbitrary<bool>();  // a spare slot reads its head's slope
   for (int& L : s.seq_lens) L = std::min(L, 2 * s.partition_size + 1);
-  const int warp = testing::profile_warp_size(s.profile);
-  RC_TAG(s.gqa % head_groups(warp, s.head_size, s.gqa, s.partition_size).heads_per_block == 1
-             ? "last block serves one head"
-             : "even split");
+  RC_TAG(s.gqa % per_block(s.gqa) == 1 ? "last block serves one head" : "even split");
   const WithMemcheck memcheck;
   const testing::Judge judge(build(s));
   const Case& p = judge.input();

@@ -146,9 +146,9 @@ int run_limits(const Settings& s) {
   std::cout << "grouped V1/V2 (Options::grouped, r = num_heads / num_kv_heads > 1): grid "
                "(num_kv_heads * ceil(r / h), num_seqs[, partitions]), h heads per block, at "
                "most "
-            << pagedattn::group_max_heads(head_size) << ", as many as fit "
+            << pagedattn::group_max_heads(ws, head_size, block_size) << ", as many as fit "
             << pagedattn::kGroupedSmemBudget << " bytes\n  dynamic shared memory 4 * ("
-            << pagedattn::grouped_heads_offset(ws, head_size) << " + h * ("
+            << pagedattn::grouped_heads_offset(ws, head_size, block_size) << " + h * ("
             << pagedattn::round_up(head_size, 4) << " + round_up(max(tokens, " << scratch_floats
             << "), 4))) bytes; V2:";
   for (int r : {2, 4, 8, 16}) {
@@ -171,8 +171,8 @@ int run_limits(const Settings& s) {
   // (grouped_launch_fallback_reason); for V1 that is past this length.
   std::int64_t shared_to = 0;
   for (std::int64_t len = block_size;; len += block_size) {
-    const auto g =
-        pagedattn::head_groups(ws, head_size, 2, pagedattn::v1_partition_tokens(block_size, len));
+    const auto g = pagedattn::head_groups(ws, head_size, block_size, 2,
+                                          pagedattn::v1_partition_tokens(block_size, len));
     if (g.heads_per_block < 2) break;
     shared_to = len;
   }

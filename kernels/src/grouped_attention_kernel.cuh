@@ -1,7 +1,7 @@
 // The grouped paged-attention kernel (Options::grouped): one block serves up to
-// G = group_max_heads(HEAD_SIZE) query heads sharing one KV head, so every key and value
-// element of the span is loaded once for all of them, where attention_kernel.cuh loads it
-// once per query head. V1 (final_output) and V2 (one partition per grid z) as there: the
+// G = group_max_heads(WARP, HEAD_SIZE, BLOCK_SIZE) query heads sharing one KV head, so
+// each key and value element of the span is loaded once for all of them (attention_kernel.cuh:
+// once per query head). V1 (final_output) and V2 (one partition per grid z) as there: the
 // same phases (attention_phases.cuh) composed with G slots, of which the block's
 // a.heads_per_block (or fewer, in a KV head's last block) are live. Per head the phases do
 // the arithmetic of G = 1, so every output and state is bit-identical to attention_kernel's.
@@ -22,7 +22,7 @@ namespace pagedattn::detail::PAGEDATTN_EXEC_NS {
 template <class scalar_t, class cache_t, int HEAD_SIZE, int BLOCK_SIZE, int WARP>
 __global__ void __launch_bounds__(kThreadsPerBlock, 1) grouped_attention_kernel(const AttnArgs a) {
   using P = AttentionPhases<scalar_t, cache_t, HEAD_SIZE, BLOCK_SIZE, WARP>;
-  constexpr int G = group_max_heads(HEAD_SIZE);
+  constexpr int G = group_max_heads(WARP, HEAD_SIZE, BLOCK_SIZE);
   float* const shared = reinterpret_cast<float*>(smem);
   const int ratio = a.num_heads / a.num_kv_heads;
   const int kv_head = blockIdx.x / a.blocks_per_kv_head;
@@ -52,8 +52,8 @@ __global__ void __launch_bounds__(kThreadsPerBlock, 1) grouped_attention_kernel(
   // logits buffers (a buffer is well within the shared memory, so an int holds the stride).
   static_assert(Heads<HEAD_SIZE, G>::kQFloats == round_up(HEAD_SIZE, 4), "resources.h's layout");
   const Heads<HEAD_SIZE, G> h = query_heads<HEAD_SIZE, G, P::Cache::kFp8>(
-      a, first, n, seq, part, shared + grouped_heads_offset(WARP, HEAD_SIZE),
-      shared + grouped_logits_offset(WARP, HEAD_SIZE, a.heads_per_block),
+      a, first, n, seq, part, shared + grouped_heads_offset(WARP, HEAD_SIZE, BLOCK_SIZE),
+      shared + grouped_logits_offset(WARP, HEAD_SIZE, BLOCK_SIZE, a.heads_per_block),
       static_cast<int>(grouped_logits_stride(WARP, HEAD_SIZE, a.partition_size)));
   for (int g = 0; g < n; ++g) P::load_query(a, sp, h, g);
   __syncthreads();
@@ -74,6 +74,8 @@ __global__ void __launch_bounds__(kThreadsPerBlock, 1) grouped_attention_kernel(
       P::rescue(a, sp, h.logits(g), h.dest(a, g), sm[g], coll);
   }
   P::combine_and_store(a, h, sm, acc, skip);
+  static_assert(P::ROWS_PER_LANE == pv_rows_per_lane(WARP, HEAD_SIZE, BLOCK_SIZE),
+                "resources.h's P.V layout, which bounds G");
 }
 
 }  // namespace pagedattn::detail::PAGEDATTN_EXEC_NS

@@ -27,11 +27,11 @@ LaunchResources grouped(Kernel k, int warp_size, const Workload& w, std::int64_t
   LaunchResources r;
   r.kernel = k;
   const int ratio = w.num_kv_heads > 0 ? w.num_heads / w.num_kv_heads : 1;
-  r.groups = head_groups(warp_size, w.head_size, ratio, tokens);
+  r.groups = head_groups(warp_size, w.head_size, w.block_size, ratio, tokens);
   r.grid = {static_cast<unsigned>(w.num_kv_heads * r.groups.blocks_per_kv_head),
             static_cast<unsigned>(w.num_seqs), parts};
   r.dynamic_smem_bytes =
-      grouped_smem_bytes(warp_size, w.head_size, tokens, r.groups.heads_per_block);
+      grouped_smem_bytes(warp_size, w.head_size, w.block_size, tokens, r.groups.heads_per_block);
   return r;
 }
 }  // namespace

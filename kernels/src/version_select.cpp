@@ -137,7 +137,7 @@ VersionChoice choose_version(const DeviceFacts& device, const Workload& w) {
     unshared = std::string("grouped ") + perf::variant_name(variant(g.version, false)) +
                " at max_seq_len " + str(w.max_seq_len) +
                " serves one query head per block (two heads need " +
-               str(grouped_smem_bytes(device.warp_size, w.head_size,
+               str(grouped_smem_bytes(device.warp_size, w.head_size, w.block_size,
                                       g.version == Version::v1
                                           ? v1_partition_tokens(w.block_size, w.max_seq_len)
                                           : w.partition_size,

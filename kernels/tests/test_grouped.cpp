@@ -90,34 +90,38 @@ TEST(Grouped, BitIdenticalToPerHeadKernelsOverRatios) {
   EXPECT_EQ(runs, 4 * shapes);
 }
 
-// Every supported head size, both warp widths, every partition size (multiples of 16 and
-// of 8, 32 from 64 to 4096) and ratios 2..16: V2's grouped block within 32 KB, and 48 KB;
+// Every supported head size, both warp widths, every block size (G depends on it), every
+// partition size (multiples of 8 from 64 to 4096) and ratios 2..16: a block's heads within
+// G, V2's grouped block within 32 KB, and 48 KB;
 // V1's wherever the one-head V1 block fits 32 KB less the larger collective. Caught: a
 // split that takes group_max_heads heads without the budget (head size 256, partitions
 // of 4096: 4 heads need 70 KB).
 TEST(Grouped, SharedMemoryWithinBudgetAtEverySupportedShape) {
   for (int hs : kHeadSizes)
     for (int ws : {32, 64})
-      for (int ratio = 2; ratio <= 16; ++ratio)
-        for (int ps = 64; ps <= 4096; ps += 8) {
-          Workload w;
-          w.head_size = hs;
-          w.num_kv_heads = 8;
-          w.num_heads = 8 * ratio;
-          w.partition_size = ps;
-          w.max_seq_len = 100000;
-          const LaunchResources r = v2_grouped_resources(ws, w);
-          ASSERT_LE(r.dynamic_smem_bytes, kGroupedSmemBudget) << hs << " " << ws << " " << ps;
-          ASSERT_GE(r.groups.heads_per_block * r.groups.blocks_per_kv_head, ratio);
-          ASSERT_LT((r.groups.heads_per_block - 1) * r.groups.blocks_per_kv_head, ratio);
-          ASSERT_EQ(r.grid.x, 8u * r.groups.blocks_per_kv_head);
-          w.max_seq_len = ps;  // V1 at this length
-          const LaunchResources v1 = v1_grouped_resources(ws, w);
-          const std::int64_t extra =
-              4 * (grouped_heads_offset(ws, hs) - attn_q_offset(ws));  // the collective
-          if (v1_resources(ws, w).dynamic_smem_bytes + extra <= kGroupedSmemBudget)
-            ASSERT_LE(v1.dynamic_smem_bytes, kGroupedSmemBudget) << hs << " " << ws << " " << ps;
-        }
+      for (int bs : kBlockSizes)
+        for (int ratio = 2; ratio <= 16; ++ratio)
+          for (int ps = 64; ps <= 4096; ps += 8) {
+            Workload w;
+            w.head_size = hs;
+            w.block_size = bs;
+            w.num_kv_heads = 8;
+            w.num_heads = 8 * ratio;
+            w.partition_size = ps;
+            w.max_seq_len = 100000;
+            const LaunchResources r = v2_grouped_resources(ws, w);
+            ASSERT_LE(r.dynamic_smem_bytes, kGroupedSmemBudget) << hs << " " << ws << " " << ps;
+            ASSERT_LE(r.groups.heads_per_block, group_max_heads(ws, hs, bs)) << hs << " " << bs;
+            ASSERT_GE(r.groups.heads_per_block * r.groups.blocks_per_kv_head, ratio);
+            ASSERT_LT((r.groups.heads_per_block - 1) * r.groups.blocks_per_kv_head, ratio);
+            ASSERT_EQ(r.grid.x, 8u * r.groups.blocks_per_kv_head);
+            w.max_seq_len = ps;  // V1 at this length
+            const LaunchResources v1 = v1_grouped_resources(ws, w);
+            const std::int64_t extra =
+                4 * (grouped_heads_offset(ws, hs, bs) - attn_q_offset(ws));  // the collective
+            if (v1_resources(ws, w).dynamic_smem_bytes + extra <= kGroupedSmemBudget)
+              ASSERT_LE(v1.dynamic_smem_bytes, kGroupedSmemBudget) << hs << " " << ws << " " << ps;
+          }
 }
 
 // A grouped block of one head reads what the per-head kernel reads, with a larger

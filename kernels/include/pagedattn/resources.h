@@ -62,9 +62,26 @@ PAGEDATTN_HD constexpr std::int64_t attention_smem_bytes(int warp_size, int head
 // Packed together, every head's query row lies at a fixed offset from the first (an
 // immediate in the kernel's shared loads, not a register per head); the total is
 // heads_per_block slices of grouped_head_floats either way.
-// group_max_heads bounds the per-head registers (G partial P.V rows per lane).
-PAGEDATTN_HD constexpr int group_max_heads(int head_size) {
-  return head_size <= 128 ? 8 : 4;
+// The P.V layout of src/attention_phases.cuh (the grouped kernel static_asserts that the
+// phases agree): a lane sums up to 8 consecutive tokens of a value row, BLOCK_SIZE / 8 lanes
+// share a row, so a warp covers warp_size / lanes rows per pass and a lane keeps
+// pv_rows_per_lane partial sums per head.
+PAGEDATTN_HD constexpr int pv_rows_per_lane(int warp_size, int head_size, int block_size) {
+  const int lanes_per_row = block_size < 8 ? 1 : block_size / 8;
+  const int rows_per_pass = warp_size / lanes_per_row;
+  return (head_size + rows_per_pass - 1) / rows_per_pass;
+}
+// A grouped lane holds G x pv_rows_per_lane partial P.V sums in registers. 128 of them
+// left hipcc too few of wave 32's 256 VGPRs (gfx1030, fp8 caches at head sizes 128 and
+// 256, block size 32: 6 to 22 VGPRs spilled to scratch); 112 leave every shape spill-free
+// (kernels/README.md "Registers"). Only warp 32 at block size 32 reaches the bound.
+inline constexpr int kGroupedAccPerLane = 112;
+// group_max_heads bounds the per-head registers: at most 8 heads (4 past head size 128),
+// and at most kGroupedAccPerLane partial P.V sums per lane.
+PAGEDATTN_HD constexpr int group_max_heads(int warp_size, int head_size, int block_size) {
+  const int by_head = head_size <= 128 ? 8 : 4;
+  const int by_acc = kGroupedAccPerLane / pv_rows_per_lane(warp_size, head_size, block_size);
+  return by_acc < by_head ? by_acc : by_head;
 }
 PAGEDATTN_HD constexpr std::int64_t grouped_logits_stride(int warp_size, int head_size,
                                                           std::int64_t partition_tokens) {
@@ -75,17 +92,19 @@ PAGEDATTN_HD constexpr std::int64_t grouped_head_floats(int warp_size, int head_
                                                         std::int64_t partition_tokens) {
   return round_up(head_size, 4) + grouped_logits_stride(warp_size, head_size, partition_tokens);
 }
-PAGEDATTN_HD constexpr std::int64_t grouped_heads_offset(int warp_size, int head_size) {
-  return block_collective_floats(warp_size, group_max_heads(head_size));
+PAGEDATTN_HD constexpr std::int64_t grouped_heads_offset(int warp_size, int head_size,
+                                                         int block_size) {
+  return block_collective_floats(warp_size, group_max_heads(warp_size, head_size, block_size));
 }
 PAGEDATTN_HD constexpr std::int64_t grouped_logits_offset(int warp_size, int head_size,
-                                                          int heads_per_block) {
-  return grouped_heads_offset(warp_size, head_size) + heads_per_block * round_up(head_size, 4);
+                                                          int block_size, int heads_per_block) {
+  return grouped_heads_offset(warp_size, head_size, block_size) +
+         heads_per_block * round_up(head_size, 4);
 }
-PAGEDATTN_HD constexpr std::int64_t grouped_smem_bytes(int warp_size, int head_size,
+PAGEDATTN_HD constexpr std::int64_t grouped_smem_bytes(int warp_size, int head_size, int block_size,
                                                        std::int64_t partition_tokens,
                                                        int heads_per_block) {
-  return 4 * (grouped_heads_offset(warp_size, head_size) +
+  return 4 * (grouped_heads_offset(warp_size, head_size, block_size) +
               heads_per_block * grouped_head_floats(warp_size, head_size, partition_tokens));
 }
 // The shared memory a grouped block may take when choosing how many heads it serves:
@@ -100,11 +119,12 @@ struct HeadGroups {
   int heads_per_block = 1;
   int blocks_per_kv_head = 1;
 };
-PAGEDATTN_HD constexpr HeadGroups head_groups(int warp_size, int head_size, int ratio,
-                                              std::int64_t partition_tokens) {
-  int most = ratio < group_max_heads(head_size) ? ratio : group_max_heads(head_size);
-  while (most > 1 &&
-         grouped_smem_bytes(warp_size, head_size, partition_tokens, most) > kGroupedSmemBudget)
+PAGEDATTN_HD constexpr HeadGroups head_groups(int warp_size, int head_size, int block_size,
+                                              int ratio, std::int64_t partition_tokens) {
+  const int g = group_max_heads(warp_size, head_size, block_size);
+  int most = ratio < g ? ratio : g;
+  while (most > 1 && grouped_smem_bytes(warp_size, head_size, block_size, partition_tokens, most) >
+                         kGroupedSmemBudget)
     --most;
   if (most < 1) most = 1;
   const int blocks = static_cast<int>(ceil_div(ratio, most));
