@@ -1,15 +1,15 @@
-// The grouped kernels where a KV head's query heads span several thread blocks: GQA ratios
-// past group_max_heads (resources.h: 8 heads a block up to head size 128, 4 above), the
-// ratios 5 to 16 of today's models (64 query heads over 8 KV heads and wider). Per head
-// the grouped kernels do the per-head kernels' arithmetic, so their outputs and V2 states
-// are bit-identical (kernels/tests/test_grouped.cpp); here that is asserted on every drawn
-// case, with ALiBi and fp8 caches, under memcheck. The general generators draw ratios up to
-// 4, where one block serves the whole group, so a block's first head or live count could
-// be wrong there unseen: a block's heads off by its index (mutants
-// grouped_attention_kernel.cuh:30:23 and 30:77, `-` for `+`, `/` for `*`), the live count
-// (31:65) and a spare slot aliasing head 1 (46:31: it reads the slope one past the last head
-// when the last block serves one) all survived the whole catalogue's run; applied by hand,
-// 30:77 failed here on the first case and 46:31 after 14 (memcheck: the slope read).
+// The grouped kernels where a KV head's query heads span several thread blocks: GQA ratios past
+// group_max_heads (resources.h: 8 heads a block up to head size 128, 4 above; 7 and 3 at warp 32,
+// block size 32), the ratios 5 to 16 of today's models (64 query heads over 8 KV heads and wider).
+// Per head the grouped kernels do the per-head kernels' arithmetic, so their outputs and V2 states
+// are bit-identical (kernels/tests/test_grouped.cpp); here that is asserted on every drawn case,
+// with ALiBi and fp8 caches, under memcheck. The general generators draw ratios up to 4, where one
+// block serves the whole group, so a block's first head or live count could be wrong there unseen:
+// a block's heads off by its index (mutants grouped_attention_kernel.cuh:30:23 and 30:77, `-` for
+// `+`, `/` for `*`), the live count (31:65) and a spare slot aliasing head 1 (46:31: it reads the
+// slope one past the last head when the last block serves one) all survived the whole catalogue's
+// run; applied by hand, 30:77 failed here on the first case and 46:31 after 14 (memcheck: the slope
+// read).
 #include <algorithm>
 #include <cstring>
 #include <vector>
