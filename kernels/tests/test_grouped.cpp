@@ -90,6 +90,22 @@ TEST(Grouped, BitIdenticalToPerHeadKernelsOverRatios) {
   EXPECT_EQ(runs, 4 * shapes);
 }
 
+// G's two limits (resources.h, group_max_heads): 8 heads up to head size 128, else 4, and at
+// most kGroupedAccPerLane partial P.V sums a lane, which only warp 32 at block size 32
+// reaches: 7 heads at head sizes 120 and 128, 3 at 256 (kernels/README.md, "Registers": at
+// 8 and 4, gfx1030 spilled). Caught: the sums' bound dropped (G = 8 at head size 128 there).
+TEST(Grouped, HeadsPerBlockBoundedByPartialSumsALane) {
+  for (int hs : kHeadSizes)
+    for (int ws : {32, 64})
+      for (int bs : kBlockSizes) {
+        const int g = group_max_heads(ws, hs, bs);
+        EXPECT_LE(g * pv_rows_per_lane(ws, hs, bs), kGroupedAccPerLane) << hs << " " << ws;
+        const bool bounded = ws == 32 && bs == 32 && (hs == 120 || hs == 128 || hs == 256);
+        EXPECT_EQ(g, bounded ? (hs == 256 ? 3 : 7) : (hs <= 128 ? 8 : 4))
+            << "head " << hs << " warp " << ws << " block " << bs;
+      }
+}
+
 // Every supported head size, both warp widths, every block size (G depends on it), every
 // partition size (multiples of 8 from 64 to 4096) and ratios 2..16: a block's heads within
 // G, V2's grouped block within 32 KB, and 48 KB;
