@@ -320,14 +320,18 @@ def targets_section(body, md, t, inputs):
     grouped_note = ("Grouped kernels: every shape." if shapes == "all" else
                     "Grouped kernels: a sample of their shapes (head sizes 80, 128, 256 at block "
                     "size 16, every dtype and cache; TARGETS_ALL=1 scripts/targets/compile_targets.sh "
-                    "compiles every shape)" + ("; every shape through hipcc." if "hipcc: all" in shapes
-                                               else "."))
+                    "compiles every shape)" +
+                    ("; every shape through nvcc (the library build's own compile)"
+                     if "nvcc: all" in shapes else "") +
+                    ("; every shape through hipcc." if "hipcc: all" in shapes else "."))
     rows = []
     for g in t["targets"]:
         mine = [k for k in ks if k["target"] == g["target"]]
         occ = [k["occupancy"] for k in mine if k.get("occupancy") is not None]
         r = dict(g)
         r["min_occupancy"] = min(occ) if occ else None
+        if g.get("reports_from"):  # ptxas's reports of the library build: compiled there
+            r["seconds"] = "in the build"
         rows.append(r)
     body.append("<p>Every kernel instantiation compiled per target; registers are per thread "
                 "(AMD: VGPRs), occupancy from registers alone at 128 threads per block "

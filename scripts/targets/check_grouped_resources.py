@@ -18,8 +18,9 @@ grouped_attention_kernel instantiation
     (its last 4, VGPR spills at 256 VGPRs, went when group_max_heads began to bound the
     partial P.V sums a lane holds; kernels/README.md, "Registers"). A targets.json from
     another hipcc than the list's is held to the old rule only: no scratch, no VGPR spill.
-The sample of shapes on nvcc and clang is the stage's; the library's nvcc build checks every
-shape (check_build_spills.py).
+Clang compiles the stage's sample of shapes; nvcc's rows are every shape where the stage took
+the library build's ptxas reports (compile_targets.sh, NVCC_BUILD; test.sh's stage does), else
+the sample, and the library's nvcc build is held on every shape by check_build_spills.py too.
 (kernels/README.md, "Phases" and "Registers"; the top-level README, "Targets".)
 
 Wrong variants caught: the grouped kernel's former array of G per-head structs (QueryHead:

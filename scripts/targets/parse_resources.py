@@ -38,8 +38,9 @@ SCALARS = {"float": "f32", "__half": "f16", "__nv_bfloat16": "bf16", "hip_bfloat
 
 
 def grouped_shapes(out):
-    """Which grouped instantiations compile_targets.sh compiled: "sample", "all", or "sample;
-    hipcc: all" (the sample except through hipcc)."""
+    """Which grouped instantiations compile_targets.sh compiled: "all", or "sample" followed
+    by the compilers that took every shape ("; nvcc: all (the library build's)", "; hipcc:
+    all")."""
     p = os.path.join(out, "grouped_shapes.txt")
     return open(p).read().strip() if os.path.exists(p) else "all"
 
@@ -157,6 +158,8 @@ def main():
             if "\t" in line:
                 k, v = line.rstrip("\n").split("\t", 1)
                 versions[k] = v
+    fpath = os.path.join(out, "nvcc_from_build.txt")
+    nvcc_build = open(fpath).read().strip() if os.path.exists(fpath) else None
     targets, kernels, failures, host = {}, [], [], {}
     for rc_path in sorted(glob.glob(os.path.join(out, "logs", "*.rc"))):
         job = os.path.basename(rc_path)[:-3]
@@ -175,11 +178,15 @@ def main():
         t = targets.setdefault(prefix, {
             "target": prefix, "label": label, "arch": arch, "compiler": versions.get(comp, comp),
             "warp": warp, "kind": kind, "files": [], "compiles": 0, "failed": 0, "seconds": 0})
+        if comp == "nvcc" and nvcc_build:
+            t["reports_from"] = nvcc_build  # the library build compiled it: 0 s here
         t["files"].append(src)
         t["compiles"] += 1
         t["failed"] += rc != 0
         t["seconds"] += secs
         rows = parse_amd(log) if kind == "amd" else parse_ptxas(log)
+        if kind != "amd":  # a library build's report holds sm_80 and sm_90: keep this target's
+            rows = [r for r in rows if r["arch"] == arch]
         if rc == 0 and not rows:
             failures.append({"job": job, "rc": 0, "log_tail": "no kernel in the report: " +
                              log[-2000:]})

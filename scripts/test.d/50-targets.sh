@@ -11,6 +11,7 @@
 # test.sh: background
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-bash scripts/targets/compile_targets.sh "${TARGETS_OUT:-out/targets}"
+NVCC_BUILD=${NVCC_BUILD-${BUILD_DIR:-build}} \
+  bash scripts/targets/compile_targets.sh "${TARGETS_OUT:-out/targets}"
 # Issue 18: no grouped kernel keeps registers in memory (stack, spills, scratch) on any target.
 /usr/bin/python3 scripts/targets/check_grouped_resources.py "${TARGETS_OUT:-out/targets}"
