@@ -4,7 +4,7 @@
 # ${BUILD_PREFIX}-K (one build folder runs one mutate.py at a time; a missing folder is
 # configured here, CUDA off: mutants run on the emulator), then merged. Usage:
 #   property_tests/run_mutants.sh [SHARDS] [MUTATE_ARGS...]
-#   e.g. property_tests/run_mutants.sh 2                       # all 570, two shards
+#   e.g. property_tests/run_mutants.sh 2                       # all 575, two shards
 #        property_tests/run_mutants.sh 2 --ids ID1 ID2         # a selection, sharded alike
 #        property_tests/run_mutants.sh 2 --resume              # go on where a stopped run left
 # BUILD_PREFIX (default build-mutants), SHARDS_DIR (default out/properties/shards) receives
