@@ -33,8 +33,7 @@
 # shape, not the sample; and 1,258 of the stage's 4,163 compile-seconds there are spared.
 # Taken only if the build's nvcc is this one and every report is newer than every file
 # under kernels/src, kernels/include, emulator/include and perfmodel/include (the compile's
-# sources and include paths);
-# otherwise nvcc compiles here, and the script says why.
+# sources and include paths); otherwise nvcc compiles here, and the script says why.
 # usage: [TARGETS_ALL=1] [HIP_GROUPED_SAMPLE=1] [ONLY=REGEX] [NVCC_BUILD=DIR] scripts/targets/compile_targets.sh [OUT_DIR (default out/targets)]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
