@@ -318,7 +318,9 @@ def targets_section(body, md, t, inputs):
     ks = t.get("kernels", [])
     shapes = t.get("grouped_shapes") or "all"
     grouped_note = ("Grouped kernels: every shape." if shapes == "all" else
-                    "Grouped kernels: a sample of their shapes (head sizes 80, 128, 256 at block "
+                    "Grouped kernels: a sample of their shapes" +
+                    (" through clang" if "nvcc: all" in shapes and "hipcc: all" in shapes
+                     else "") + " (head sizes 80, 128, 256 at block "
                     "size 16, every dtype and cache; TARGETS_ALL=1 scripts/targets/compile_targets.sh "
                     "compiles every shape)" +
                     ("; every shape through nvcc (the library build's own compile)"
