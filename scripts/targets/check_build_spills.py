@@ -28,7 +28,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from parse_resources import demangle, describe, parse_ptxas  # noqa: E402
+from parse_resources import BUILD_REPORTS, demangle, describe, parse_ptxas  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIELDS = ("stack_bytes", "spill_store_bytes", "spill_load_bytes")
@@ -85,8 +85,7 @@ def main():
     ap.add_argument("--list", default=os.path.join(HERE, "nvcc_spills.json"))
     ap.add_argument("--update", action="store_true")
     a = ap.parse_args()
-    logs = sorted(glob.glob(os.path.join(
-        a.build, "kernels", "CMakeFiles", "pagedattn_cuda_kernels.dir", "src", "*.ptxas.log")))
+    logs = sorted(glob.glob(os.path.join(a.build, BUILD_REPORTS, "*.ptxas.log")))
     if not logs:
         print(f"check_build_spills: no ptxas logs under {a.build} (built without nvcc): skipped")
         return SKIP

@@ -24,6 +24,10 @@ TARGETS = {
     "hip_gfx1100": ("gfx1100 (hipcc)", "gfx1100", "hipcc", 32, "amd"),
     "hip_gfx1030": ("gfx1030 (hipcc)", "gfx1030", "hipcc", 32, "amd"),
 }
+# Where the library build keeps ptxas's report of each CUDA object (ptxas_log_launcher.sh,
+# the CUDA_COMPILER_LAUNCHER of kernels/CMakeLists.txt's pagedattn_cuda_kernels), under
+# BUILD_DIR; compile_targets.sh's NVCC_BUILD names the same folder.
+BUILD_REPORTS = os.path.join("kernels", "CMakeFiles", "pagedattn_cuda_kernels.dir", "src")
 HOST_CHECKS = {"clanghost_sm80": "clang_sm80", "hiphost_gfx90a": "hip_gfx90a",
                "hiphost_gfx1100": "hip_gfx1100", "hiphost_gfx1030": "hip_gfx1030"}
 

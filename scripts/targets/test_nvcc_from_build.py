@@ -27,10 +27,9 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
-from parse_resources import parse_ptxas  # noqa: E402
+from parse_resources import BUILD_REPORTS as REPORTS, parse_ptxas  # noqa: E402
 
 SCRIPT = os.path.join(HERE, "compile_targets.sh")
-REPORTS = os.path.join("kernels", "CMakeFiles", "pagedattn_cuda_kernels.dir", "src")
 failed = 0
 
 
