@@ -33,7 +33,10 @@
 # shape, not the sample; and 1,258 of the stage's 4,163 compile-seconds there are spared.
 # Taken only if the build's nvcc is this one and every report is newer than every file
 # under kernels/src, kernels/include, emulator/include and perfmodel/include (the compile's
-# sources and include paths); otherwise nvcc compiles here, and the script says why.
+# sources and include paths); otherwise nvcc compiles here, and the script says why. "This
+# one": the same file, or one whose `--version` (release and build id) is the same text: CI's
+# PATH finds a wrapper script, /usr/local/bin/nvcc, that execs the CUDA install's nvcc, while
+# CMake's cache names the install's own.
 # usage: [TARGETS_ALL=1] [HIP_GROUPED_SAMPLE=1] [ONLY=REGEX] [NVCC_BUILD=DIR] scripts/targets/compile_targets.sh [OUT_DIR (default out/targets)]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -82,13 +85,22 @@ if [ -n "$hipcc" ] && [ ! -e "$devlibs/oclc_isa_version_1100.bc" ]; then
   wave32=gfx1030
 fi
 
+# same_compiler A B: one file, or two that print the same non-empty `--version`.
+same_compiler() {
+  [ "$(readlink -f "$1")" = "$(readlink -f "$2")" ] && return 0
+  local a b
+  a=$("$1" --version 2>/dev/null) || return 1
+  b=$("$2" --version 2>/dev/null) || return 1
+  [ -n "$a" ] && [ "$a" = "$b" ]
+}
+
 nvcc_logs=
 if [ -n "$nvcc" ] && [ -n "${NVCC_BUILD:-}" ]; then
   reports="$NVCC_BUILD/kernels/CMakeFiles/pagedattn_cuda_kernels.dir/src"
   built=$(sed -n 's/^CMAKE_CUDA_COMPILER:[A-Z]*=//p' "$NVCC_BUILD/CMakeCache.txt" 2>/dev/null || true)
   why=
-  if [ -z "$built" ] || [ "$(readlink -f "$built")" != "$(readlink -f "$nvcc")" ]; then
-    why="its CUDA compiler is '${built:-none}', not $nvcc"
+  if [ -z "$built" ] || ! same_compiler "$built" "$nvcc"; then
+    why="its CUDA compiler is '${built:-none}', not $nvcc or one with its --version"
   fi
   for src in "${srcs[@]}"; do
     [ -n "$why" ] && break

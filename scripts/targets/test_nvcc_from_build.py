@@ -7,12 +7,18 @@ On a real build (BUILD_DIR, configured with nvcc), in a temporary OUT_DIR:
     per target, exactly the build's kernels of that target's architecture (sm_80 rows on the
     sm_80 target only), every grouped shape among them, each with the build's registers;
     grouped_shapes says nvcc took every shape; the target names the build it came from;
-  - not taken, with the reason said, when the build's CUDA compiler is another one or a
-    report is older than the kernels' sources (a made-up build of each kind; ONLY matches no
-    compile, so nothing is compiled).
+  - taken when the nvcc on PATH is a wrapper script that execs the build's (CI's machine
+    has /usr/local/bin/nvcc so, first on its PATH, while CMake's cache names the CUDA
+    install's own);
+  - not taken, with the reason said, when the build's CUDA compiler is another one (absent,
+    or a script whose --version says another release) or a report is older than the
+    kernels' sources (a made-up build of each kind; ONLY matches no compile, so nothing is
+    compiled).
 Wrong variants caught: parse_resources.py without its architecture filter (each nvcc target
 then holds both architectures' rows: the counts double), and a compile_targets.sh that takes
-reports without checking their age or compiler (shown once each when this test was written).
+reports without checking their age or compiler (shown once each when this test was written);
+one that compares only the files' real paths refuses the wrapper (CI failed so on 86ae0ea,
+and this test failed on it here with the wrapper case).
 
 usage: test_nvcc_from_build.py BUILD_DIR
 """
@@ -40,8 +46,10 @@ def check(ok, what):
         print("FAIL:", what)
 
 
-def run(out, build, only):
+def run(out, build, only, path=None):
     env = dict(os.environ, NVCC_BUILD=build, ONLY=only)
+    if path:
+        env["PATH"] = path + os.pathsep + env["PATH"]
     r = subprocess.run(["bash", SCRIPT, out], env=env, capture_output=True, text=True)
     return r.returncode, r.stdout + r.stderr
 
@@ -92,8 +100,24 @@ def main():
             # The sample (supported.h's PAGEDATTN_GROUPED_SAMPLE) is 18 grouped kernels a target.
             grouped = [k for k in rows if k.get("kernel") == "grouped_attention_kernel"]
             check(len(grouped) > 18, f"{target}: {len(grouped)} grouped kernels: the sample")
-        # Made-up builds: another compiler; the real compiler with reports older than the sources.
+        # The nvcc on PATH a wrapper script of the build's own: the same compiler, taken.
+        real = re.search(r"(?m)^CMAKE_CUDA_COMPILER:\w+=(.*)$",
+                         open(os.path.join(build, "CMakeCache.txt")).read()).group(1)
+        for case, body in (("wrapper", f'exec "{real}" "$@"'),
+                           ("other", 'echo "Cuda compilation tools, release 99.9, V99.9.0"')):
+            bindir = os.path.join(tmp, case + "-bin")
+            os.makedirs(bindir)
+            with open(os.path.join(bindir, "nvcc"), "w") as f:
+                f.write("#!/bin/sh\n" + body + "\n")
+            os.chmod(os.path.join(bindir, "nvcc"), 0o755)
+        rc, log = run(os.path.join(tmp, "wrapper-out"), build, "^none$",
+                      os.path.join(tmp, "wrapper-bin"))
+        check(rc == 0 and "nvcc's reports taken from the library build" in log,
+              f"wrapper: the build's nvcc behind a wrapper script refused:\n{log}")
+        # Made-up builds: another compiler (absent; a script of another release); the real
+        # compiler with reports older than the sources.
         for case, cache, age in (("compiler", "/nonexistent/nvcc", None),
+                                 ("release", os.path.join(tmp, "other-bin", "nvcc"), None),
                                  ("age", None, "2000-01-01")):
             fake = os.path.join(tmp, case)
             shutil.copytree(os.path.join(taken, REPORTS), os.path.join(fake, REPORTS))
