@@ -17,8 +17,9 @@ On a real build (BUILD_DIR, configured with nvcc), in a temporary OUT_DIR:
 Wrong variants caught: parse_resources.py without its architecture filter (each nvcc target
 then holds both architectures' rows: the counts double), and a compile_targets.sh that takes
 reports without checking their age or compiler (shown once each when this test was written);
-one that compares only the files' real paths refuses the wrapper (CI failed so on 86ae0ea,
-and this test failed on it here with the wrapper case).
+one that compares only the files' real paths refuses the wrapper (CI failed so on 86ae0ea;
+this test fails on it with the wrapper case), and one that takes any compiler that answers
+--version takes the other release's script (fails the release case; both shown once).
 
 usage: test_nvcc_from_build.py BUILD_DIR
 """
