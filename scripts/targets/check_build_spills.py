@@ -28,7 +28,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from parse_resources import BUILD_REPORTS, demangle, describe, parse_ptxas  # noqa: E402
+from parse_resources import BUILD_REPORTS, build_cuda_compiler, demangle, describe, parse_ptxas  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIELDS = ("stack_bytes", "spill_store_bytes", "spill_load_bytes")
@@ -37,13 +37,10 @@ SKIP = 77
 
 def nvcc_version(build):
     """The build's CUDA compiler, as `nvcc --version` names its release."""
-    cache = os.path.join(build, "CMakeCache.txt")
-    if not os.path.exists(cache):
+    nvcc = build_cuda_compiler(build)
+    if not nvcc or not os.path.exists(nvcc):
         return None
-    m = re.search(r"^CMAKE_CUDA_COMPILER:\w+=(.+)$", open(cache).read(), re.M)
-    if not m or not os.path.exists(m.group(1)):
-        return None
-    out = subprocess.run([m.group(1), "--version"], capture_output=True, text=True).stdout
+    out = subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout
     v = re.search(r"release [\d.]+, V[\d.]+", out)
     return v.group(0) if v else None
 

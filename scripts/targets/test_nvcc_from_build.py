@@ -34,7 +34,7 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
-from parse_resources import BUILD_REPORTS as REPORTS, parse_ptxas  # noqa: E402
+from parse_resources import BUILD_REPORTS as REPORTS, build_cuda_compiler, parse_ptxas  # noqa: E402
 
 SCRIPT = os.path.join(HERE, "compile_targets.sh")
 failed = 0
@@ -102,8 +102,7 @@ def main():
             grouped = [k for k in rows if k.get("kernel") == "grouped_attention_kernel"]
             check(len(grouped) > 18, f"{target}: {len(grouped)} grouped kernels: the sample")
         # The nvcc on PATH a wrapper script of the build's own: the same compiler, taken.
-        real = re.search(r"(?m)^CMAKE_CUDA_COMPILER:\w+=(.*)$",
-                         open(os.path.join(build, "CMakeCache.txt")).read()).group(1)
+        real = build_cuda_compiler(build)
         for case, body in (("wrapper", f'exec "{real}" "$@"'),
                            ("other", 'echo "Cuda compilation tools, release 99.9, V99.9.0"')):
             bindir = os.path.join(tmp, case + "-bin")
