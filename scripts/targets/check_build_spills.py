@@ -28,7 +28,8 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from parse_resources import BUILD_REPORTS, build_cuda_compiler, demangle, describe, parse_ptxas  # noqa: E402
+from parse_resources import (BUILD_REPORTS, build_cuda_compiler, demangle,  # noqa: E402
+                             describe, parse_ptxas)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIELDS = ("stack_bytes", "spill_store_bytes", "spill_load_bytes")

@@ -34,7 +34,8 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
-from parse_resources import BUILD_REPORTS as REPORTS, build_cuda_compiler, parse_ptxas  # noqa: E402
+from parse_resources import (BUILD_REPORTS as REPORTS, build_cuda_compiler,  # noqa: E402
+                             parse_ptxas)
 
 SCRIPT = os.path.join(HERE, "compile_targets.sh")
 failed = 0
