@@ -28,16 +28,6 @@ TARGETS = {
 # the CUDA_COMPILER_LAUNCHER of kernels/CMakeLists.txt's pagedattn_cuda_kernels), under
 # BUILD_DIR; compile_targets.sh's NVCC_BUILD names the same folder.
 BUILD_REPORTS = os.path.join("kernels", "CMakeFiles", "pagedattn_cuda_kernels.dir", "src")
-
-
-def build_cuda_compiler(build):
-    """The CUDA compiler a CMake build folder was configured with (its CMakeCache.txt's
-    CMAKE_CUDA_COMPILER), or None."""
-    cache = os.path.join(build, "CMakeCache.txt")
-    if not os.path.exists(cache):
-        return None
-    m = re.search(r"^CMAKE_CUDA_COMPILER:\w+=(.+)$", open(cache).read(), re.M)
-    return m.group(1) if m else None
 HOST_CHECKS = {"clanghost_sm80": "clang_sm80", "hiphost_gfx90a": "hip_gfx90a",
                "hiphost_gfx1100": "hip_gfx1100", "hiphost_gfx1030": "hip_gfx1030"}
 
@@ -49,6 +39,17 @@ HOST_CHECKS = {"clanghost_sm80": "clang_sm80", "hiphost_gfx90a": "hip_gfx90a",
 THREADS = 128
 SCALARS = {"float": "f32", "__half": "f16", "__nv_bfloat16": "bf16", "hip_bfloat16": "bf16",
            "__hip_bfloat16": "bf16"}
+
+
+def build_cuda_compiler(build):
+    """The CUDA compiler a CMake build folder was configured with (its CMakeCache.txt's
+    CMAKE_CUDA_COMPILER), or None."""
+    cache = os.path.join(build, "CMakeCache.txt")
+    if not os.path.exists(cache):
+        return None
+    with open(cache) as f:
+        m = re.search(r"^CMAKE_CUDA_COMPILER:\w+=(.+)$", f.read(), re.M)
+    return m.group(1) if m else None
 
 
 def grouped_shapes(out):
